@@ -1,0 +1,40 @@
+// Diagnostics for users: "FILE:LINE:COL: error: message", then the source line and a caret under the column.
+#pragma once
+
+#include "ir/SourceLoc.h"
+
+#include <map>
+#include <memory>
+#include <ostream>
+#include <string>
+
+namespace tg::frontend {
+
+using ir::SourceLoc;
+
+class DiagnosticEngine {
+public:
+  explicit DiagnosticEngine(std::ostream &out) : out_(out) {}
+
+  /// Remembers a file's text so that diagnostics in it can show the offending line.
+  void addSource(const std::string &file, std::string text);
+  /// Prints an error now (message starts lower-case, no trailing period) and counts it.
+  void error(const SourceLoc &loc, const std::string &message);
+  void note(const SourceLoc &loc, const std::string &message);
+  /// Prints a user error thrown from a later stage (type inference, run time, file loading).
+  void report(const ir::UserError &error) { this->error(error.loc, error.message); }
+
+  unsigned errorCount() const { return errors_; }
+  bool hasErrors() const { return errors_ > 0; }
+  /// Errors after this many are counted but not printed, so that one mistake cannot flood the terminal.
+  static constexpr unsigned kMaxPrinted = 20;
+
+private:
+  void print(const SourceLoc &loc, const char *severity, const std::string &message);
+
+  std::ostream &out_;
+  std::map<std::string, std::string> sources_;
+  unsigned errors_ = 0;
+};
+
+} // namespace tg::frontend

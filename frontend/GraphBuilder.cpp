@@ -1,0 +1,623 @@
+#include "frontend/GraphBuilder.h"
+
+#include "ir/Assert.h"
+
+#include <algorithm>
+
+namespace tg::frontend {
+
+using namespace detail;
+using ir::DType;
+using ir::Op;
+using ir::OpAttrs;
+using ir::OpKind;
+
+namespace detail {
+
+const Binding *Scope::findLocal(const std::string &name) const {
+  auto found = names_.find(name);
+  return found == names_.end() ? nullptr : &found->second;
+}
+
+const Binding *Scope::find(const std::string &name) const {
+  for (const Scope *scope = this; scope; scope = scope->parent_)
+    if (const Binding *binding = scope->findLocal(name))
+      return binding;
+  return nullptr;
+}
+
+void GraphBuilder::fail(const SourceLoc &loc, const std::string &message) { throw ir::UserError(message, loc); }
+
+// ---- Statements ----------------------------------------------------------------------------------------------
+
+std::unique_ptr<ir::Program> GraphBuilder::build(const Module &script) {
+  program_ = std::make_unique<ir::Program>();
+  graph_ = &program_->graph;
+  modules_.push_back(std::make_unique<ModuleScope>());
+  ModuleScope &top = *modules_.back();
+  top.name = *script.file;
+  top.ast = &script;
+  top.folder = folderOf(*script.file);
+  for (const StmtPtr &stmt : script.statements)
+    statement(*stmt, top, /*isScript=*/true);
+  if (diags_.hasErrors())
+    return nullptr;
+  for (const auto &update : program_->updates)
+    program_->graph.addOutput(update.value);
+  return std::move(program_);
+}
+
+void GraphBuilder::declare(Scope &scope, const Identifier &id, Binding binding) {
+  if (const Binding *previous = scope.findLocal(id.name)) {
+    diags_.error(id.loc, "'" + id.name + "' is already defined");
+    if (previous->loc.known())
+      diags_.note(previous->loc, "previous definition of '" + id.name + "' is here");
+    return;
+  }
+  binding.loc = id.loc;
+  scope.bind(id.name, std::move(binding));
+}
+
+ir::TensorType GraphBuilder::declaredType(const TypeExpr &type, bool isParam) {
+  auto dtype = ir::parseDType(type.dtype);
+  if (!dtype)
+    fail(type.loc, "unknown dtype '" + type.dtype + "'; expected one of f32, f64, i32, i64, bool");
+  ir::Shape shape;
+  for (const DimExpr &dim : type.dims) {
+    if (dim.isSymbol && isParam)
+      fail(dim.loc, "a param needs a static shape, but dimension '" + dim.symbol + "' is symbolic");
+    if (!dim.isSymbol && dim.size < 0)
+      fail(dim.loc, "dimension sizes cannot be negative");
+    shape.push_back(dim.isSymbol ? ir::Dim::named(dim.symbol) : ir::Dim::of(dim.size));
+  }
+  return {*dtype, shape, ir::Place::Host};
+}
+
+ir::Value *GraphBuilder::fitToType(TypedValue value, const ir::TensorType &type, const SourceLoc &loc,
+                                   const std::string &what) {
+  const ir::TensorType &actual = value.value->type();
+  if (!value.weak && actual.dtype != type.dtype)
+    fail(loc, what + " has dtype " + ir::dtypeName(actual.dtype) + ", but " + type.str() +
+                  " was declared; convert it with " + ir::dtypeName(type.dtype) + "(...)");
+  ir::Value *converted = convert(value, type.dtype, loc);
+  if (converted->type().shape == type.shape)
+    return converted;
+  auto broadcast = ir::broadcastShapes(converted->type().shape, type.shape);
+  if (!broadcast || *broadcast != type.shape)
+    fail(loc, what + " has type " + actual.str() + ", which does not fit the declared " + type.str());
+  std::vector<int64_t> sizes;
+  for (const ir::Dim &dim : type.shape)
+    sizes.push_back(dim.size);
+  OpAttrs attrs;
+  attrs.shape = sizes;
+  return apply(Op(OpKind::BroadcastTo, attrs), {converted}, loc).value;
+}
+
+void GraphBuilder::statement(const Stmt &stmt, ModuleScope &module, bool isScript) {
+  auto scriptOnly = [&](const char *keyword) {
+    if (!isScript)
+      fail(stmt.loc, std::string("'") + keyword + "' is not allowed in an imported module (only 'def' and 'import')");
+  };
+  try {
+    switch (stmt.kind) {
+    case Stmt::Kind::Import: importModule(*stmt.as<ImportStmt>(), module); break;
+    case Stmt::Kind::Def: {
+      const auto &def = *stmt.as<DefStmt>();
+      Binding binding;
+      binding.kind = Binding::Kind::Function;
+      binding.function = &def;
+      binding.definingModule = &module;
+      for (size_t i = 0; i < def.params.size(); ++i)
+        for (size_t j = 0; j < i; ++j)
+          if (def.params[i].name == def.params[j].name)
+            fail(def.params[i].loc, "duplicate parameter '" + def.params[i].name + "'");
+      declare(module.scope, def.name, binding);
+      break;
+    }
+    case Stmt::Kind::Input: {
+      scriptOnly("input");
+      const auto &input = *stmt.as<InputStmt>();
+      ir::TensorType type = declaredType(input.type, /*isParam=*/false);
+      ir::Value *value = program_->graph.addInput(type, input.name.name);
+      program_->inputs.push_back({input.name.name, value, input.name.loc});
+      Binding binding;
+      binding.kind = Binding::Kind::Tensor;
+      binding.tensor = {value, false};
+      binding.graph = &program_->graph;
+      declare(module.scope, input.name, binding);
+      break;
+    }
+    case Stmt::Kind::Param: {
+      scriptOnly("param");
+      const auto &param = *stmt.as<ParamStmt>();
+      ir::TensorType type = declaredType(param.type, /*isParam=*/true);
+      // The initial value is computed once, by its own graph, before the first step.
+      graph_ = &program_->init;
+      ir::Value *initial = nullptr;
+      try {
+        initial = fitToType(evaluateTensor(*param.init, module.scope, "a param's initial value"), type,
+                            param.init->loc, "the initial value of '" + param.name.name + "'");
+      } catch (...) {
+        graph_ = &program_->graph;
+        throw;
+      }
+      graph_ = &program_->graph;
+      program_->init.addOutput(initial);
+      ir::Value *value = program_->graph.addInput(type, param.name.name);
+      program_->params.push_back({param.name.name, value, initial, param.name.loc});
+      Binding binding;
+      binding.kind = Binding::Kind::Tensor;
+      binding.tensor = {value, false};
+      binding.graph = &program_->graph;
+      declare(module.scope, param.name, binding);
+      break;
+    }
+    case Stmt::Kind::Let: {
+      scriptOnly("let");
+      const auto &let = *stmt.as<LetStmt>();
+      try {
+        if (let.names.size() != 1)
+          fail(let.names[1].loc, "cannot unpack one value into " + std::to_string(let.names.size()) + " names");
+        TypedValue value = evaluateTensor(*let.value, module.scope, "a 'let'");
+        if (value.value->name().empty() && value.value->owner())
+          value.value->setName(let.names[0].name);
+        Binding binding;
+        binding.kind = Binding::Kind::Tensor;
+        binding.tensor = value;
+        binding.graph = graph_;
+        declare(module.scope, let.names[0], binding);
+      } catch (...) {
+        // Later uses of these names would only repeat this error.
+        for (const Identifier &name : let.names)
+          if (!module.scope.findLocal(name.name))
+            module.scope.bind(name.name, Binding{});
+        throw;
+      }
+      break;
+    }
+    case Stmt::Kind::Output: {
+      scriptOnly("output");
+      for (const Identifier &name : stmt.as<OutputStmt>()->names) {
+        NameExpr reference;
+        reference.loc = name.loc;
+        reference.name = name.name;
+        ir::Value *value = materialize(evaluateTensor(reference, module.scope, "an output"), name.loc);
+        for (const auto &output : program_->outputs)
+          if (output.name == name.name)
+            fail(name.loc, "'" + name.name + "' is already an output");
+        program_->graph.addOutput(value);
+        program_->outputs.push_back({name.name, value});
+      }
+      break;
+    }
+    case Stmt::Kind::Update: {
+      scriptOnly("update");
+      const auto &update = *stmt.as<UpdateStmt>();
+      auto param = std::find_if(program_->params.begin(), program_->params.end(),
+                                [&](const ir::Program::Param &p) { return p.name == update.name.name; });
+      if (param == program_->params.end())
+        fail(update.name.loc, "'" + update.name.name + "' is not a param; only params can be updated");
+      size_t index = static_cast<size_t>(param - program_->params.begin());
+      for (const auto &existing : program_->updates)
+        if (existing.param == index)
+          fail(update.name.loc, "'" + update.name.name + "' is updated twice");
+      ir::Value *value = fitToType(evaluateTensor(*update.value, module.scope, "an update"),
+                                   param->value->type(), update.value->loc,
+                                   "the update of '" + update.name.name + "'");
+      program_->updates.push_back({index, value});
+      break;
+    }
+    }
+  } catch (const ir::UserError &error) {
+    diags_.report(error);
+  } catch (const AlreadyReported &) {
+  }
+}
+
+void GraphBuilder::importModule(const ImportStmt &stmt, ModuleScope &module) {
+  const std::string &name = stmt.module.name;
+  if (std::find(importStack_.begin(), importStack_.end(), name) != importStack_.end()) {
+    std::string cycle;
+    for (const std::string &entry : importStack_)
+      cycle += entry + " -> ";
+    fail(stmt.module.loc, "import cycle: " + cycle + name);
+  }
+  for (const auto &loaded : modules_) {
+    if (loaded->name == name) {
+      Binding binding;
+      binding.kind = Binding::Kind::Module;
+      binding.module = loaded.get();
+      declare(module.scope, stmt.module, binding);
+      return;
+    }
+  }
+  const Module *ast = loader_.loadModule(name, module.folder, stmt.module.loc);
+  if (!ast)
+    throw AlreadyReported{};
+  modules_.push_back(std::make_unique<ModuleScope>());
+  ModuleScope &imported = *modules_.back();
+  imported.name = name;
+  imported.ast = ast;
+  imported.folder = folderOf(*ast->file);
+  importStack_.push_back(name);
+  unsigned errorsBefore = diags_.errorCount();
+  for (const StmtPtr &inner : ast->statements)
+    statement(*inner, imported, /*isScript=*/false);
+  importStack_.pop_back();
+  if (diags_.errorCount() != errorsBefore)
+    diags_.note(stmt.module.loc, "in the module '" + name + "' imported here");
+  Binding binding;
+  binding.kind = Binding::Kind::Module;
+  binding.module = &imported;
+  declare(module.scope, stmt.module, binding);
+}
+
+// ---- Typing helpers ------------------------------------------------------------------------------------------
+
+bool GraphBuilder::allWeak(const std::vector<TypedValue> &operands) const {
+  return std::all_of(operands.begin(), operands.end(), [](const TypedValue &v) { return v.weak; });
+}
+
+DType GraphBuilder::resultDType(const std::vector<TypedValue> &operands) const {
+  std::optional<DType> strong;
+  bool weakFloat = false, weakInt = false;
+  for (const TypedValue &operand : operands) {
+    DType dtype = operand.value->type().dtype;
+    if (!operand.weak)
+      strong = strong ? ir::promote(*strong, dtype) : dtype;
+    else if (ir::isFloat(dtype))
+      weakFloat = true;
+    else
+      weakInt = true;
+  }
+  if (!strong)
+    return weakFloat ? DType::F32 : DType::I64;
+  // A weak literal yields to the strong operands' kind; it can only raise bool to an integer, or an integer or
+  // bool to NumPy's default float.
+  if (weakFloat && !ir::isFloat(*strong))
+    return DType::F64;
+  if (weakInt && *strong == DType::Bool)
+    return DType::I64;
+  return *strong;
+}
+
+ir::Value *GraphBuilder::convert(TypedValue value, DType dtype, const SourceLoc &loc) {
+  ir::Value *v = value.value;
+  if (v->type().dtype == dtype)
+    return v;
+  if (v->isConstant()) {
+    const ir::TensorData &data = v->constant();
+    ir::TensorData converted(dtype, data.shape);
+    for (int64_t i = 0; i < data.numElements(); ++i)
+      converted.set(i, data.get(i));
+    return graph_->addConstant(std::move(converted));
+  }
+  OpAttrs attrs;
+  attrs.dtype = dtype;
+  return apply(Op(OpKind::Cast, attrs), {v}, loc).value;
+}
+
+ir::Value *GraphBuilder::materialize(TypedValue value, const SourceLoc &loc) {
+  if (!value.weak)
+    return value.value;
+  return convert(value, ir::isFloat(value.value->type().dtype) ? DType::F32 : DType::I64, loc);
+}
+
+TypedValue GraphBuilder::apply(Op op, std::vector<ir::Value *> inputs, const SourceLoc &loc) {
+  ir::Node *node = graph_->addNode(std::move(op), std::move(inputs), loc);
+  return {node->output(), false};
+}
+
+TypedValue GraphBuilder::applyElementwise(OpKind kind, std::vector<TypedValue> operands, const SourceLoc &loc) {
+  bool weak = allWeak(operands);
+  DType dtype = resultDType(operands);
+  auto isFloatOnly = [](OpKind k) {
+    switch (k) {
+    case OpKind::Exp: case OpKind::Log: case OpKind::Log1p: case OpKind::Expm1: case OpKind::Sqrt:
+    case OpKind::Rsqrt: case OpKind::Sin: case OpKind::Cos: case OpKind::Tanh: case OpKind::Sigmoid:
+    case OpKind::Softplus: case OpKind::Erf: case OpKind::Div: return true;
+    default: return false;
+    }
+  };
+  if (kind == OpKind::And || kind == OpKind::Or || kind == OpKind::Not) {
+    dtype = DType::Bool;
+    weak = false;
+  } else if (isFloatOnly(kind) && !ir::isFloat(dtype)) {
+    // NumPy computes these in its default float for integer and bool operands.
+    dtype = weak ? DType::F32 : DType::F64;
+  } else if (dtype == DType::Bool && kind != OpKind::Eq && kind != OpKind::Ne && kind != OpKind::Maximum &&
+             kind != OpKind::Minimum && kind != OpKind::Abs) {
+    if (kind == OpKind::Neg || kind == OpKind::Sub || kind == OpKind::Add || kind == OpKind::Mul ||
+        kind == OpKind::Mod || kind == OpKind::Pow || kind == OpKind::Sign || kind == OpKind::Relu ||
+        kind == OpKind::Floor || kind == OpKind::Ceil || kind == OpKind::Round || ir::isComparison(kind))
+      fail(loc, std::string("'") + ir::opName(kind) +
+                    "' is not defined for bool operands; convert them first, e.g. with i64(x)");
+  }
+  std::vector<ir::Value *> inputs;
+  for (const TypedValue &operand : operands)
+    inputs.push_back(convert(operand, dtype, loc));
+  TypedValue result = apply(Op(kind), std::move(inputs), loc);
+  result.weak = weak && !ir::isComparison(kind);
+  return result;
+}
+
+// ---- Expressions ---------------------------------------------------------------------------------------------
+
+TypedValue GraphBuilder::evaluateTensor(const Expr &expr, const Scope &scope, const char *what) {
+  if (const auto *list = expr.as<ListExpr>())
+    fail(list->loc, std::string("expected a tensor for ") + what + ", found a list");
+  return evaluate(expr, scope);
+}
+
+TypedValue GraphBuilder::evaluate(const Expr &expr, const Scope &scope) {
+  switch (expr.kind) {
+  case Expr::Kind::Number: {
+    const auto &number = *expr.as<NumberExpr>();
+    ir::TensorData data = number.isFloat ? ir::TensorData::scalar(DType::F32, number.value)
+                                         : ir::TensorData(DType::I64, {});
+    if (!number.isFloat)
+      data.data<int64_t>()[0] = number.intValue;
+    return {graph_->addConstant(std::move(data)), true};
+  }
+  case Expr::Kind::Bool:
+    return {graph_->addConstant(ir::TensorData::scalar(DType::Bool, expr.as<BoolExpr>()->value)), false};
+  case Expr::Kind::String: fail(expr.loc, "a string is not a tensor; strings are only for load(\"FILE.npy\")");
+  case Expr::Kind::Name: return evaluateName(*expr.as<NameExpr>(), scope);
+  case Expr::Kind::Member: {
+    const auto &member = *expr.as<MemberExpr>();
+    fail(member.loc, "'" + member.module + "." + member.name + "' is a function; call it with arguments");
+  }
+  case Expr::Kind::List: fail(expr.loc, "a list is not a tensor; lists are for shapes, axes and concat/stack");
+  case Expr::Kind::Unary: return evaluateUnary(*expr.as<UnaryExpr>(), scope);
+  case Expr::Kind::Binary: return evaluateBinary(*expr.as<BinaryExpr>(), scope);
+  case Expr::Kind::Call: return evaluateCall(*expr.as<CallExpr>(), scope);
+  case Expr::Kind::Index: return evaluateIndex(*expr.as<IndexExpr>(), scope);
+  case Expr::Kind::Pinned: return evaluatePinned(*expr.as<PinnedExpr>(), scope);
+  }
+  TG_ASSERT(false) << "unhandled expression kind";
+  return {};
+}
+
+TypedValue GraphBuilder::evaluateName(const NameExpr &expr, const Scope &scope) {
+  const Binding *binding = scope.find(expr.name);
+  if (!binding) {
+    if (isBuiltin(expr.name))
+      fail(expr.loc, "'" + expr.name + "' is a builtin function; call it with arguments");
+    fail(expr.loc, "use of undefined name '" + expr.name + "'");
+  }
+  switch (binding->kind) {
+  case Binding::Kind::Tensor:
+    if (binding->graph != graph_)
+      fail(expr.loc, "a param's initial value cannot use '" + expr.name +
+                         "': it may only use literals, builtins and functions");
+    return binding->tensor;
+  case Binding::Kind::Expression: return evaluate(*binding->expression, *binding->expressionScope);
+  case Binding::Kind::Function: fail(expr.loc, "'" + expr.name + "' is a function; call it with arguments");
+  case Binding::Kind::Module: fail(expr.loc, "'" + expr.name + "' is a module; use " + expr.name + ".NAME(...)");
+  case Binding::Kind::Poisoned: throw AlreadyReported{};
+  }
+  return {};
+}
+
+TypedValue GraphBuilder::evaluateUnary(const UnaryExpr &expr, const Scope &scope) {
+  // Fold the sign of a literal, so that `-1` stays a weak literal usable as an axis or a shape.
+  if (const auto *number = expr.operand->as<NumberExpr>(); number && expr.op != "not") {
+    TypedValue literal = evaluate(*number, scope);
+    if (expr.op == "+")
+      return literal;
+    ir::TensorData data = literal.value->constant();
+    if (number->isFloat)
+      data.data<float>()[0] = -data.data<float>()[0];
+    else
+      data.data<int64_t>()[0] = -data.data<int64_t>()[0];
+    return {graph_->addConstant(std::move(data)), true};
+  }
+  TypedValue operand = evaluateTensor(*expr.operand, scope, "an operand");
+  if (expr.op == "+")
+    return operand;
+  return applyElementwise(expr.op == "not" ? OpKind::Not : OpKind::Neg, {operand}, expr.loc);
+}
+
+TypedValue GraphBuilder::evaluateBinary(const BinaryExpr &expr, const Scope &scope) {
+  static const std::map<std::string, OpKind> kinds{
+      {"+", OpKind::Add}, {"-", OpKind::Sub}, {"*", OpKind::Mul},   {"/", OpKind::Div},  {"%", OpKind::Mod},
+      {"**", OpKind::Pow}, {"<", OpKind::Lt}, {"<=", OpKind::Le},   {">", OpKind::Gt},   {">=", OpKind::Ge},
+      {"==", OpKind::Eq}, {"!=", OpKind::Ne}, {"and", OpKind::And}, {"or", OpKind::Or}, {"@", OpKind::Matmul}};
+  TypedValue lhs = evaluateTensor(*expr.lhs, scope, "an operand");
+  TypedValue rhs = evaluateTensor(*expr.rhs, scope, "an operand");
+  auto kind = kinds.find(expr.op);
+  TG_ASSERT(kind != kinds.end()) << "unknown binary operator " << expr.op;
+  if (kind->second != OpKind::Matmul)
+    return applyElementwise(kind->second, {lhs, rhs}, expr.loc);
+  DType dtype = resultDType({lhs, rhs});
+  if (lhs.weak || rhs.weak)
+    fail(expr.loc, "matmul: operands must have at least one dimension, not be literals");
+  return apply(Op(OpKind::Matmul), {convert(lhs, dtype, expr.loc), convert(rhs, dtype, expr.loc)}, expr.loc);
+}
+
+TypedValue GraphBuilder::evaluateIndex(const IndexExpr &expr, const Scope &scope) {
+  TypedValue base = evaluateTensor(*expr.base, scope, "indexing");
+  OpAttrs attrs;
+  for (const Subscript &subscript : expr.subscripts) {
+    ir::SliceSpec spec;
+    if (!subscript.isRange) {
+      spec.isIndex = true;
+      spec.start = staticInt(*subscript.index, scope, "an index");
+    } else {
+      if (subscript.start) {
+        spec.hasStart = true;
+        spec.start = staticInt(*subscript.start, scope, "a slice start");
+      }
+      if (subscript.stop) {
+        spec.hasStop = true;
+        spec.stop = staticInt(*subscript.stop, scope, "a slice stop");
+      }
+      if (subscript.step) {
+        spec.step = staticInt(*subscript.step, scope, "a slice step");
+        if (spec.step == 0)
+          fail(subscript.step->loc, "slice step cannot be zero");
+      }
+    }
+    attrs.slices.push_back(spec);
+  }
+  return apply(Op(OpKind::Slice, attrs), {materialize(base, expr.loc)}, expr.loc);
+}
+
+TypedValue GraphBuilder::evaluatePinned(const PinnedExpr &expr, const Scope &scope) {
+  TypedValue value = evaluateTensor(*expr.operand, scope, "a placement annotation");
+  ir::Node *node = value.value->owner();
+  if (!node)
+    fail(expr.loc, "@" + expr.place + " applies to an operation, not to " +
+                       (value.value->isConstant() ? std::string("a literal") : "'" + value.value->name() + "'"));
+  if (expr.place == "device" && !node->op().info().hasDevice)
+    fail(expr.loc, std::string("@device: '") + node->op().name() + "' has no device implementation");
+  graph_->setPin(node, expr.place == "host" ? ir::Pin::Host : ir::Pin::Device);
+  return value;
+}
+
+TypedValue GraphBuilder::evaluateCall(const CallExpr &call, const Scope &scope) {
+  if (const auto *member = call.callee->as<MemberExpr>()) {
+    const Binding *module = scope.find(member->module);
+    if (!module)
+      fail(member->loc, "use of undefined name '" + member->module + "'; did you forget 'import " +
+                            member->module + "'?");
+    if (module->kind != Binding::Kind::Module)
+      fail(member->loc, "'" + member->module + "' is not a module");
+    const Binding *function = module->module->scope.findLocal(member->name);
+    if (!function || function->kind != Binding::Kind::Function)
+      fail(member->loc, "module '" + member->module + "' has no function '" + member->name + "'");
+    return callFunction(*function, call, scope);
+  }
+  const auto *name = call.callee->as<NameExpr>();
+  if (!name)
+    fail(call.callee->loc, "only functions can be called");
+  if (const Binding *binding = scope.find(name->name)) {
+    if (binding->kind == Binding::Kind::Function)
+      return callFunction(*binding, call, scope);
+    if (binding->kind == Binding::Kind::Poisoned)
+      throw AlreadyReported{};
+    fail(name->loc, "'" + name->name + "' is not a function");
+  }
+  if (auto result = callBuiltin(name->name, call, scope))
+    return *result;
+  fail(name->loc, "call to undefined function '" + name->name + "'");
+}
+
+TypedValue GraphBuilder::callFunction(const Binding &function, const CallExpr &call, const Scope &scope) {
+  const DefStmt &def = *function.function;
+  if (std::find(callStack_.begin(), callStack_.end(), &def) != callStack_.end())
+    fail(call.loc, "recursive call to '" + def.name.name + "': functions are inlined and cannot recurse");
+  if (call.args.size() > def.params.size())
+    fail(call.loc, "'" + def.name.name + "' takes " + std::to_string(def.params.size()) + " argument" +
+                       (def.params.size() == 1 ? "" : "s") + ", but " + std::to_string(call.args.size()) +
+                       " were given");
+  // The body sees its own module's names, and the arguments as its parameters.
+  callScopes_.push_back(std::make_unique<Scope>(&function.definingModule->scope));
+  Scope &body = *callScopes_.back();
+  std::vector<const Expr *> arguments(def.params.size(), nullptr);
+  for (size_t i = 0; i < call.args.size(); ++i)
+    arguments[i] = call.args[i].get();
+  for (const KeywordArg &keyword : call.keywords) {
+    auto param = std::find_if(def.params.begin(), def.params.end(),
+                              [&](const Identifier &p) { return p.name == keyword.name; });
+    if (param == def.params.end())
+      fail(keyword.loc, "'" + def.name.name + "' has no parameter named '" + keyword.name + "'");
+    size_t index = static_cast<size_t>(param - def.params.begin());
+    if (arguments[index])
+      fail(keyword.loc, "'" + def.name.name + "' got two values for parameter '" + keyword.name + "'");
+    arguments[index] = keyword.value.get();
+  }
+  for (size_t i = 0; i < def.params.size(); ++i) {
+    if (!arguments[i])
+      fail(call.loc, "'" + def.name.name + "' is missing a value for parameter '" + def.params[i].name + "'");
+    Binding binding;
+    binding.loc = def.params[i].loc;
+    if (arguments[i]->as<ListExpr>()) {
+      binding.kind = Binding::Kind::Expression;
+      binding.expression = arguments[i];
+      binding.expressionScope = &scope;
+    } else {
+      binding.kind = Binding::Kind::Tensor;
+      binding.tensor = evaluate(*arguments[i], scope);
+      binding.graph = graph_;
+    }
+    body.bind(def.params[i].name, binding);
+  }
+  callStack_.push_back(&def);
+  struct PopOnExit {
+    std::vector<const DefStmt *> &stack;
+    ~PopOnExit() { stack.pop_back(); }
+  } pop{callStack_};
+  for (const auto &let : def.body) {
+    if (let->names.size() != 1)
+      fail(let->names[1].loc, "cannot unpack one value into " + std::to_string(let->names.size()) + " names");
+    Binding binding;
+    binding.kind = Binding::Kind::Tensor;
+    binding.tensor = evaluateTensor(*let->value, body, "a 'let'");
+    binding.graph = graph_;
+    if (body.findLocal(let->names[0].name))
+      fail(let->names[0].loc, "'" + let->names[0].name + "' is already defined");
+    binding.loc = let->names[0].loc;
+    body.bind(let->names[0].name, binding);
+  }
+  return evaluateTensor(*def.result, body, "a function result");
+}
+
+// ---- Static arguments ----------------------------------------------------------------------------------------
+
+double GraphBuilder::staticNumber(const Expr &expr, const Scope &scope, const char *what, bool *isFloat) {
+  if (const auto *name = expr.as<NameExpr>()) {
+    if (const Binding *binding = scope.find(name->name); binding && binding->kind == Binding::Kind::Expression)
+      return staticNumber(*binding->expression, *binding->expressionScope, what, isFloat);
+  }
+  if (!expr.as<ListExpr>()) {
+    TypedValue value = evaluate(expr, scope);
+    if (value.value->isConstant() && value.value->type().isScalar()) {
+      if (isFloat)
+        *isFloat = ir::isFloat(value.value->type().dtype);
+      return value.value->constant().get(0);
+    }
+  }
+  fail(expr.loc, std::string("expected a number literal for ") + what);
+}
+
+int64_t GraphBuilder::staticInt(const Expr &expr, const Scope &scope, const char *what) {
+  bool isFloat = false;
+  double value = staticNumber(expr, scope, what, &isFloat);
+  if (isFloat)
+    fail(expr.loc, std::string("expected an integer for ") + what + ", found a float");
+  if (const auto *number = expr.as<NumberExpr>())
+    return number->intValue;
+  return static_cast<int64_t>(value);
+}
+
+std::vector<int64_t> GraphBuilder::staticInts(const Expr &expr, const Scope &scope, const char *what) {
+  if (const auto *name = expr.as<NameExpr>()) {
+    if (const Binding *binding = scope.find(name->name); binding && binding->kind == Binding::Kind::Expression)
+      return staticInts(*binding->expression, *binding->expressionScope, what);
+  }
+  const auto *list = expr.as<ListExpr>();
+  if (!list)
+    return {staticInt(expr, scope, what)};
+  std::vector<int64_t> values;
+  for (const ExprPtr &element : list->elements)
+    values.push_back(staticInt(*element, scope, what));
+  return values;
+}
+
+} // namespace detail
+
+std::unique_ptr<ir::Program> buildProgram(const Module &script, ModuleLoader &loader, DiagnosticEngine &diags) {
+  GraphBuilder builder(loader, diags);
+  return builder.build(script);
+}
+
+std::unique_ptr<ir::Program> compileScript(const std::string &path, DiagnosticEngine &diags) {
+  ModuleLoader loader(diags, ModuleLoader::searchPathFromEnvironment());
+  const Module *script = loader.loadScript(path);
+  if (!script || diags.hasErrors())
+    return nullptr;
+  return buildProgram(*script, loader, diags);
+}
+
+} // namespace tg::frontend

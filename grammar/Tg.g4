@@ -1,0 +1,127 @@
+// The grammar of .tg scripts: the reference for the language of DESIGN.md ("The language"). C++ is generated
+// from it at build time (grammar/CMakeLists.txt); frontend/Parser.cpp turns its parse trees into the AST.
+grammar Tg;
+
+@lexer::members {
+  // Newlines inside () and [] continue the line, so that long calls and lists can span lines. A newline
+  // before a statement keyword (or the end of the file), blank and comment lines aside, still ends the
+  // statement, so that an unclosed bracket is reported on its own line instead of swallowing the file.
+  int bracketDepth = 0;
+
+  bool nextLineStartsStatement() {
+    ssize_t i = 1;
+    for (size_t c = _input->LA(i);; c = _input->LA(++i)) { // skip blanks, line breaks and comments
+      if (c == '#') {
+        while (_input->LA(i + 1) != '\n' && _input->LA(i + 1) != antlr4::IntStream::EOF)
+          ++i;
+      } else if (c != ' ' && c != '\t' && c != '\r' && c != '\n') {
+        break;
+      }
+    }
+    std::string word;
+    for (size_t c = _input->LA(i); c < 128 && (isalnum(static_cast<int>(c)) || c == '_'); c = _input->LA(++i))
+      word += static_cast<char>(c);
+    static const std::set<std::string> keywords = {"import", "def",    "input",  "param",
+                                                   "let",    "output", "update", "return"};
+    return _input->LA(i) == antlr4::IntStream::EOF || keywords.count(word) > 0;
+  }
+}
+
+// One line of a script: frontend/Parser.cpp parses a script line by line, so that after a syntax error
+// ANTLR's recovery resumes at the next line instead of abandoning the rest of the file.
+line : statement? (NEWLINE | EOF) ;
+
+statement : importStmt | defStmt | inputStmt | paramStmt | letStmt | outputStmt | updateStmt ;
+
+importStmt : IMPORT NAME ;
+defStmt    : DEF NAME LPAREN nameList? RPAREN ('=' expr | defBlock) ;
+// Statements on their own lines; the AST builder checks that the last one, and only it, is a return.
+defBlock   : '{' NEWLINE (bodyStmt? NEWLINE)* '}' ;
+bodyStmt   : letStmt | RETURN expr ;
+inputStmt  : INPUT NAME ':' type ;
+paramStmt  : PARAM NAME ':' type '=' expr ;
+letStmt    : LET nameList '=' expr ;
+outputStmt : OUTPUT nameList ;
+updateStmt : UPDATE NAME '=' expr ;
+
+nameList : NAME (',' NAME)* ;
+
+// `f32` or `f32[n, 4]`.
+type : dtype=NAME (LBRACK dim (',' dim)* RBRACK)? ;
+dim  : INT | NAME ;
+
+// Loosest last. Prefix alternatives bind their operand at their own level: `-x**2` is `-(x**2)`, while the
+// exponent of `**` may itself start with a prefix operator (`2**-1`).
+expr
+  : primary                                                  # primaryExpr
+  | expr LBRACK subscript (',' subscript)* RBRACK            # indexExpr
+  | <assoc=right> expr op='**' expr                          # binaryExpr
+  | op=('-' | '+') expr                                      # unaryExpr
+  | '@' place=NAME expr                                      # pinnedExpr
+  | expr op=('*' | '/' | '%' | '@') expr                     # binaryExpr
+  | expr op=('+' | '-') expr                                 # binaryExpr
+  | expr op=('<' | '<=' | '>' | '>=' | '==' | '!=') expr     # binaryExpr
+  | op=NOT expr                                              # unaryExpr
+  | expr op=AND expr                                         # binaryExpr
+  | expr op=OR expr                                          # binaryExpr
+  ;
+
+primary
+  : qualifiedName LPAREN (argument (',' argument)* ','?)? RPAREN   # callExpr
+  | qualifiedName                                                  # nameExpr
+  | INT                                                            # intExpr
+  | FLOAT                                                          # floatExpr
+  | value=(TRUE | FALSE)                                           # boolExpr
+  | STRING                                                         # stringExpr
+  | LBRACK (expr (',' expr)* ','?)? RBRACK                         # listExpr
+  | LPAREN expr RPAREN                                             # parenExpr
+  ;
+
+// `name` or `module.name`.
+qualifiedName : NAME ('.' NAME)? ;
+argument      : (keyword=NAME '=')? expr ;
+// `i`, or a range `lower:upper:step` whose parts may each be left out.
+subscript : expr slice? | slice ;
+slice     : ':' upper=expr? (':' step=expr?)? ;
+
+IMPORT : 'import' ;
+DEF    : 'def' ;
+INPUT  : 'input' ;
+PARAM  : 'param' ;
+LET    : 'let' ;
+OUTPUT : 'output' ;
+UPDATE : 'update' ;
+RETURN : 'return' ;
+TRUE   : 'true' ;
+FALSE  : 'false' ;
+AND    : 'and' ;
+OR     : 'or' ;
+NOT    : 'not' ;
+
+LPAREN : '(' { ++bracketDepth; } ;
+RPAREN : ')' { if (bracketDepth > 0) --bracketDepth; } ;
+LBRACK : '[' { ++bracketDepth; } ;
+RBRACK : ']' { if (bracketDepth > 0) --bracketDepth; } ;
+
+INT   : DIGIT+ ;
+FLOAT : DIGIT+ '.' DIGIT* EXPONENT? | '.' DIGIT+ EXPONENT? | DIGIT+ EXPONENT ;
+NAME  : [A-Za-z_] [A-Za-z0-9_]* ;
+// `"x.npy"`, with the escapes \" \\ \n \t (resolved, and unknown ones reported, by the AST builder).
+STRING : '"' STRING_CHAR* '"' ;
+// A string the end of the line cuts off: reported by the parser as "unterminated string".
+UNTERMINATED_STRING : '"' STRING_CHAR* ;
+
+NEWLINE : '\r'? '\n' {
+  if (bracketDepth > 0 && !nextLineStartsStatement())
+    skip();
+  else
+    bracketDepth = 0;
+} ;
+SPACE   : [ \t\r\f]+ -> skip ;
+COMMENT : '#' ~[\r\n]* -> skip ;
+// Any other character: reported by the parser as "unexpected character", never dropped silently.
+ERROR_CHAR : . ;
+
+fragment DIGIT       : [0-9] ;
+fragment STRING_CHAR : ~["\\\r\n] | '\\' ~[\r\n] ;
+fragment EXPONENT    : [eE] [+-]? DIGIT+ ;

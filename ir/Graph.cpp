@@ -1,0 +1,214 @@
+#include "ir/Graph.h"
+
+#include "ir/Assert.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace tg::ir {
+
+Value *Graph::newValue(TensorType type) {
+  auto value = std::make_unique<Value>();
+  value->id_ = static_cast<int>(values_.size());
+  value->type_ = std::move(type);
+  values_.push_back(std::move(value));
+  return values_.back().get();
+}
+
+Value *Graph::addInput(TensorType type, std::string name) {
+  Value *value = newValue(std::move(type));
+  value->name_ = std::move(name);
+  inputs_.push_back(value);
+  topoValid_ = false;
+  return value;
+}
+
+Value *Graph::addConstant(TensorData data, std::string name) {
+  Shape shape;
+  for (int64_t d : data.shape)
+    shape.push_back(Dim::of(d));
+  Value *value = newValue(TensorType{data.dtype, shape, Place::Host});
+  value->name_ = std::move(name);
+  value->constant_ = std::make_shared<const TensorData>(std::move(data));
+  return value;
+}
+
+Node *Graph::addNode(Op op, std::vector<Value *> inputs, SourceLoc loc, Pin pin) {
+  std::vector<TensorType> inputTypes;
+  for (Value *input : inputs)
+    inputTypes.push_back(input->type());
+  TensorType type;
+  try {
+    type = inferType(op, inputTypes);
+  } catch (UserError &error) {
+    if (!error.loc.known())
+      error.loc = loc;
+    throw;
+  }
+  auto node = std::unique_ptr<Node>(new Node(std::move(op)));
+  node->id_ = static_cast<int>(nodes_.size());
+  node->inputs_ = std::move(inputs);
+  node->pin_ = pin;
+  node->loc_ = std::move(loc);
+  for (size_t i = 0; i < node->inputs_.size(); ++i)
+    node->inputs_[i]->clients_.push_back(Use{node.get(), i});
+  Value *output = newValue(std::move(type));
+  output->owner_ = node.get();
+  node->outputs_.push_back(output);
+  nodes_.push_back(std::move(node));
+  Node *added = nodes_.back().get();
+  topoValid_ = false;
+  for (GraphListener *listener : listeners_)
+    listener->onNodeAdded(added);
+  return added;
+}
+
+void Graph::addOutput(Value *value) {
+  value->clients_.push_back(Use{nullptr, outputs_.size()});
+  outputs_.push_back(value);
+  topoValid_ = false;
+}
+
+void Graph::setOutput(size_t index, Value *value) {
+  Value *old = outputs_.at(index);
+  auto &uses = old->clients_;
+  uses.erase(std::find(uses.begin(), uses.end(), Use{nullptr, index}));
+  value->clients_.push_back(Use{nullptr, index});
+  outputs_[index] = value;
+  topoValid_ = false;
+}
+
+std::vector<Node *> Graph::nodes() const {
+  std::vector<Node *> live;
+  for (const auto &node : nodes_)
+    if (node->alive_)
+      live.push_back(node.get());
+  return live;
+}
+
+const std::vector<Node *> &Graph::toposort() const {
+  if (topoValid_)
+    return topoCache_;
+  // Iterative depth-first post-order from the outputs: inputs before users, deterministic.
+  topoCache_.clear();
+  std::unordered_set<const Node *> done, onStack;
+  std::vector<std::pair<Node *, size_t>> stack;
+  for (Value *output : outputs_) {
+    if (!output->owner_ || done.count(output->owner_))
+      continue;
+    stack.push_back({output->owner_, 0});
+    onStack.insert(output->owner_);
+    while (!stack.empty()) {
+      auto &[node, next] = stack.back();
+      if (next < node->inputs_.size()) {
+        Node *producer = node->inputs_[next++]->owner_;
+        if (!producer || done.count(producer))
+          continue;
+        TG_ASSERT(!onStack.count(producer)) << "the graph has a cycle through node " << producer->id_;
+        stack.push_back({producer, 0});
+        onStack.insert(producer);
+        continue;
+      }
+      done.insert(node);
+      onStack.erase(node);
+      topoCache_.push_back(node);
+      stack.pop_back();
+    }
+  }
+  topoValid_ = true;
+  return topoCache_;
+}
+
+void Graph::replaceUses(Value *old, Value *replacement) {
+  TG_ASSERT(old != replacement) << "replacing value " << old->id_ << " with itself";
+  std::vector<Use> uses = std::move(old->clients_);
+  old->clients_.clear();
+  for (const Use &use : uses) {
+    if (!use.node) {
+      outputs_[use.index] = replacement;
+    } else {
+      use.node->inputs_[use.index] = replacement;
+      for (GraphListener *listener : listeners_)
+        listener->onInputChanged(use.node, use.index, old, replacement);
+    }
+    replacement->clients_.push_back(use);
+  }
+  topoValid_ = false;
+}
+
+void Graph::replace(Value *old, Value *replacement) { replaceAll({{old, replacement}}); }
+
+void Graph::replaceAll(const std::vector<std::pair<Value *, Value *>> &replacements) {
+  for (const auto &[old, replacement] : replacements) {
+    TG_ASSERT(old->type_.dtype == replacement->type_.dtype && old->type_.rank() == replacement->type_.rank())
+        << "replacement changes the type of value " << old->id_ << " from " << old->type_.str() << " to "
+        << replacement->type_.str();
+    replaceUses(old, replacement);
+  }
+  verifyOrDie();
+}
+
+void Graph::removeDeadNodes() {
+  std::unordered_set<const Node *> reachable(toposort().begin(), toposort().end());
+  for (auto &node : nodes_) {
+    if (!node->alive_ || reachable.count(node.get()))
+      continue;
+    node->alive_ = false;
+    for (size_t i = 0; i < node->inputs_.size(); ++i) {
+      auto &uses = node->inputs_[i]->clients_;
+      uses.erase(std::remove(uses.begin(), uses.end(), Use{node.get(), i}), uses.end());
+    }
+    for (GraphListener *listener : listeners_)
+      listener->onNodeRemoved(node.get());
+  }
+}
+
+void Graph::removeListener(GraphListener *listener) {
+  listeners_.erase(std::remove(listeners_.begin(), listeners_.end(), listener), listeners_.end());
+}
+
+std::vector<std::string> Graph::verify() const {
+  std::vector<std::string> problems;
+  auto report = [&problems](const std::string &text) { problems.push_back(text); };
+  std::unordered_set<const Value *> graphInputs(inputs_.begin(), inputs_.end());
+  for (const Node *node : nodes()) {
+    std::string where = "node " + std::to_string(node->id_) + " (" + node->op_.name() + ")";
+    std::vector<TensorType> inputTypes;
+    for (size_t i = 0; i < node->inputs_.size(); ++i) {
+      const Value *input = node->inputs_[i];
+      inputTypes.push_back(input->type_);
+      if (!input->owner_ && !input->isConstant() && !graphInputs.count(input))
+        report(where + ": input " + std::to_string(i) + " is neither computed, constant nor a graph input");
+      if (input->owner_ && !input->owner_->alive_)
+        report(where + ": input " + std::to_string(i) + " comes from a removed node");
+      const auto &uses = input->clients_;
+      if (std::find(uses.begin(), uses.end(), Use{const_cast<Node *>(node), i}) == uses.end())
+        report(where + ": input " + std::to_string(i) + " does not list it as a client");
+    }
+    try {
+      TensorType expected = inferType(node->op_, inputTypes);
+      const TensorType &actual = node->outputs_[0]->type_;
+      if (expected.dtype != actual.dtype || expected.rank() != actual.rank() || expected.place != actual.place)
+        report(where + ": output type " + actual.str() + " does not match the inferred " + expected.str());
+    } catch (const UserError &error) {
+      report(where + ": " + error.message);
+    }
+  }
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    const auto &uses = outputs_[i]->clients_;
+    if (std::find(uses.begin(), uses.end(), Use{nullptr, i}) == uses.end())
+      report("output " + std::to_string(i) + " does not list the graph as a client");
+  }
+  // toposort() asserts on a cycle; run it on a fresh copy of the state so verify() stays const-correct.
+  topoValid_ = false;
+  toposort();
+  return problems;
+}
+
+void Graph::verifyOrDie() const {
+  std::vector<std::string> problems = verify();
+  TG_ASSERT(problems.empty()) << "invalid graph: " << problems.front();
+}
+
+} // namespace tg::ir

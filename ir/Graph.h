@@ -1,0 +1,144 @@
+// The graph IR, after Theano: Value (Variable), Node (Apply), Graph (FunctionGraph, with clients).
+//
+//   input X ──┐
+//             ├─> Node(add) ──> Value ──> Node(exp) ──> Value ──> output
+//   const 1 ──┘
+//
+// Values and nodes are owned by their Graph and identified by small integer ids in creation order, so every
+// printer and pass that walks them is deterministic.
+#pragma once
+
+#include "ir/Op.h"
+#include "ir/SourceLoc.h"
+#include "ir/TensorData.h"
+#include "ir/Type.h"
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tg::ir {
+
+class Node;
+
+/// Where a node was asked to run by `@host` / `@device`.
+enum class Pin : uint8_t { None, Host, Device };
+
+/// One use of a value: input `index` of `node`, or (node == nullptr) graph output `index`.
+struct Use {
+  Node *node = nullptr;
+  size_t index = 0;
+  bool operator==(const Use &other) const { return node == other.node && index == other.index; }
+};
+
+class Value {
+public:
+  int id() const { return id_; }
+  const TensorType &type() const { return type_; }
+  /// The node computing this value, or nullptr for graph inputs and constants.
+  Node *owner() const { return owner_; }
+  size_t outputIndex() const { return outputIndex_; }
+  const std::string &name() const { return name_; }
+  void setName(std::string name) { name_ = std::move(name); }
+  bool isConstant() const { return constant_ != nullptr; }
+  const TensorData &constant() const { return *constant_; }
+  const std::vector<Use> &clients() const { return clients_; }
+
+private:
+  friend class Graph;
+  int id_ = 0;
+  TensorType type_;
+  Node *owner_ = nullptr;
+  size_t outputIndex_ = 0;
+  std::string name_;
+  std::shared_ptr<const TensorData> constant_;
+  std::vector<Use> clients_;
+};
+
+class Node {
+public:
+  int id() const { return id_; }
+  const Op &op() const { return op_; }
+  const std::vector<Value *> &inputs() const { return inputs_; }
+  Value *input(size_t i) const { return inputs_[i]; }
+  const std::vector<Value *> &outputs() const { return outputs_; }
+  Value *output(size_t i = 0) const { return outputs_[i]; }
+  Pin pin() const { return pin_; }
+  const SourceLoc &loc() const { return loc_; }
+
+private:
+  friend class Graph;
+  int id_ = 0;
+  Op op_;
+  std::vector<Value *> inputs_;
+  std::vector<Value *> outputs_;
+  Pin pin_ = Pin::None;
+  SourceLoc loc_;
+  bool alive_ = true;
+
+  explicit Node(Op op) : op_(std::move(op)) {}
+};
+
+/// Told about every change to a graph (Theano's features). Default implementations ignore the event.
+class GraphListener {
+public:
+  virtual ~GraphListener() = default;
+  virtual void onNodeAdded(Node *) {}
+  virtual void onInputChanged(Node *, size_t /*index*/, Value * /*old*/, Value * /*replacement*/) {}
+  virtual void onNodeRemoved(Node *) {}
+};
+
+class Graph {
+public:
+  Graph() = default;
+  Graph(const Graph &) = delete;
+  Graph &operator=(const Graph &) = delete;
+
+  Value *addInput(TensorType type, std::string name);
+  Value *addConstant(TensorData data, std::string name = {});
+  /// Adds a node whose output type is inferred from its inputs (throws UserError with `loc` when they do not fit).
+  Node *addNode(Op op, std::vector<Value *> inputs, SourceLoc loc = {}, Pin pin = Pin::None);
+  void addOutput(Value *value);
+  /// Pins a node to a place (`@host` / `@device`).
+  void setPin(Node *node, Pin pin) { node->pin_ = pin; }
+  void setOutput(size_t index, Value *value);
+
+  const std::vector<Value *> &inputs() const { return inputs_; }
+  const std::vector<Value *> &outputs() const { return outputs_; }
+  /// Every live node, in creation order.
+  std::vector<Node *> nodes() const;
+  /// Nodes reachable from the outputs, inputs before users; cached until the graph changes.
+  const std::vector<Node *> &toposort() const;
+
+  /// Makes every client of `old` use `replacement` instead, then verifies the graph.
+  void replace(Value *old, Value *replacement);
+  /// All replacements at once, then one verification (the global lift's single validation).
+  void replaceAll(const std::vector<std::pair<Value *, Value *>> &replacements);
+  /// Drops nodes no output depends on.
+  void removeDeadNodes();
+
+  void addListener(GraphListener *listener) { listeners_.push_back(listener); }
+  void removeListener(GraphListener *listener);
+
+  /// Checks types against inference, client lists, places and acyclicity; returns the problems found.
+  std::vector<std::string> verify() const;
+  /// verify(), failing with TG_ASSERT on the first problem (a compiler bug, not a user error).
+  void verifyOrDie() const;
+
+private:
+  Value *newValue(TensorType type);
+  void replaceUses(Value *old, Value *replacement);
+
+  std::vector<std::unique_ptr<Value>> values_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<Value *> inputs_;
+  std::vector<Value *> outputs_;
+  std::vector<GraphListener *> listeners_;
+  mutable std::vector<Node *> topoCache_;
+  mutable bool topoValid_ = false;
+};
+
+} // namespace tg::ir

@@ -1,0 +1,304 @@
+// .npy reading and writing. The format (numpy/lib/format.py): the magic "\x93NUMPY", a major and a minor
+// version byte, the header length (2 bytes in 1.0, 4 in 2.0 and 3.0, little-endian), the header (a Python
+// dict literal padded with spaces and a newline), then the raw data.
+#include "ir/Npy.h"
+
+#include "ir/SourceLoc.h"
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string_view>
+
+namespace tg::ir {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "TensorData bytes are assumed little-endian");
+
+constexpr std::string_view kMagic = "\x93NUMPY";
+constexpr size_t kAlign = 64;
+// np.save leaves room for the first dimension to grow to this many digits when the header is rewritten in
+// place.
+constexpr size_t kGrowthAxisMaxDigits = 21;
+
+struct Header {
+  std::string descr;
+  bool fortranOrder = false;
+  std::vector<int64_t> shape;
+};
+
+/// Reads the header's Python literal: a dict with the keys 'descr' (a string), 'fortran_order' (True or
+/// False) and 'shape' (a tuple of non-negative integers).
+class HeaderParser {
+public:
+  HeaderParser(std::string_view text, const std::string &name) : text_(text), name_(name) {}
+
+  Header parse() {
+    Header header;
+    bool seenDescr = false, seenOrder = false, seenShape = false;
+    skipSpace();
+    if (!accept('{')) fail("header is not a dict");
+    for (;;) {
+      skipSpace();
+      if (accept('}')) break;
+      std::string key = parseString();
+      skipSpace();
+      expect(':');
+      skipSpace();
+      if (key == "descr") {
+        if (peek() == '[') fail("unsupported dtype: structured arrays are not supported");
+        header.descr = parseString();
+        seenDescr = true;
+      } else if (key == "fortran_order") {
+        header.fortranOrder = parseBool();
+        seenOrder = true;
+      } else if (key == "shape") {
+        header.shape = parseShape();
+        seenShape = true;
+      } else {
+        fail("header has an unexpected key '" + key + "'");
+      }
+      skipSpace();
+      if (accept(',')) continue;
+      expect('}');
+      break;
+    }
+    skipSpace();
+    if (pos_ != text_.size()) fail("malformed header: unexpected text after the dict");
+    if (!seenDescr) fail("header has no 'descr' key");
+    if (!seenOrder) fail("header has no 'fortran_order' key");
+    if (!seenShape) fail("header has no 'shape' key");
+    return header;
+  }
+
+private:
+  [[noreturn]] void fail(const std::string &problem) const { throw UserError(name_ + ": " + problem); }
+  char peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
+  void skipSpace() {
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\n' || text_[pos_] == '\t'))
+      ++pos_;
+  }
+  bool accept(char c) {
+    if (peek() != c) return false;
+    ++pos_;
+    return true;
+  }
+  void expect(char c) {
+    if (!accept(c))
+      fail("malformed header: expected '" + std::string(1, c) + "' at offset " + std::to_string(pos_));
+  }
+
+  std::string parseString() {
+    char quote = peek();
+    if (quote != '\'' && quote != '"')
+      fail("malformed header: expected a string at offset " + std::to_string(pos_));
+    size_t end = text_.find(quote, pos_ + 1);
+    if (end == std::string_view::npos) fail("malformed header: unterminated string");
+    std::string value(text_.substr(pos_ + 1, end - pos_ - 1));
+    pos_ = end + 1;
+    return value;
+  }
+
+  bool parseBool() {
+    for (bool value : {true, false}) {
+      std::string_view word = value ? "True" : "False";
+      if (text_.substr(pos_, word.size()) == word) {
+        pos_ += word.size();
+        return value;
+      }
+    }
+    fail("malformed header: 'fortran_order' must be True or False");
+  }
+
+  std::vector<int64_t> parseShape() {
+    if (!accept('(')) fail("malformed header: 'shape' must be a tuple");
+    std::vector<int64_t> shape;
+    for (;;) {
+      skipSpace();
+      if (accept(')')) return shape;
+      if (peek() == '-') fail("shape has a negative dimension");
+      if (peek() < '0' || peek() > '9')
+        fail("malformed header: expected a dimension at offset " + std::to_string(pos_));
+      int64_t dim = 0;
+      while (peek() >= '0' && peek() <= '9') {
+        if (__builtin_mul_overflow(dim, 10, &dim) || __builtin_add_overflow(dim, peek() - '0', &dim))
+          fail("shape has a dimension too large");
+        ++pos_;
+      }
+      shape.push_back(dim);
+      skipSpace();
+      if (accept(',')) continue;
+      expect(')');
+      return shape;
+    }
+  }
+
+  std::string_view text_;
+  size_t pos_ = 0;
+  const std::string &name_;
+};
+
+struct StoredType {
+  DType dtype;
+  bool byteSwapped;
+};
+
+StoredType parseDescr(const std::string &descr, const std::string &name) {
+  static const struct {
+    const char *code;
+    DType dtype;
+  } kTable[] = {
+      {"f4", DType::F32}, {"f8", DType::F64}, {"i4", DType::I32}, {"i8", DType::I64}, {"b1", DType::Bool}};
+  if (descr.size() == 3 && std::strchr("<>=|", descr[0]))
+    for (const auto &entry : kTable)
+      if (descr.compare(1, 2, entry.code) == 0)
+        return {entry.dtype, descr[0] == '>' && dtypeSize(entry.dtype) > 1};
+  throw UserError(name + ": unsupported dtype '" + descr +
+                  "' (supported: '<f4', '<f8', '<i4', '<i8', '|b1', and their big-endian forms)");
+}
+
+const char *descrOf(DType dtype) {
+  switch (dtype) {
+  case DType::Bool:
+    return "|b1";
+  case DType::I32:
+    return "<i4";
+  case DType::I64:
+    return "<i8";
+  case DType::F32:
+    return "<f4";
+  case DType::F64:
+    return "<f8";
+  }
+  return "";
+}
+
+uint32_t readLittleEndian(const std::string &bytes, size_t offset, size_t width) {
+  uint32_t value = 0;
+  for (size_t i = 0; i < width; ++i)
+    value |= static_cast<uint32_t>(static_cast<uint8_t>(bytes[offset + i])) << (8 * i);
+  return value;
+}
+
+/// Copies Fortran-ordered elements into C order: element (i0, ..., ik) sits at sum(i_j * prod(shape[:j])) in
+/// `in`.
+void fortranToC(const uint8_t *in, uint8_t *out, const std::vector<int64_t> &shape, size_t elementSize,
+                int64_t count) {
+  size_t rank = shape.size();
+  std::vector<int64_t> fortranStride(rank, 1), index(rank, 0);
+  for (size_t k = 1; k < rank; ++k)
+    fortranStride[k] = fortranStride[k - 1] * shape[k - 1];
+  int64_t source = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    std::memcpy(out + i * elementSize, in + source * elementSize, elementSize);
+    for (size_t k = rank; k-- > 0;) {
+      source += fortranStride[k];
+      if (++index[k] < shape[k]) break;
+      source -= fortranStride[k] * shape[k];
+      index[k] = 0;
+    }
+  }
+}
+
+} // namespace
+
+TensorData parseNpy(const std::string &bytes, const std::string &nameForErrors) {
+  auto fail = [&](const std::string &problem) -> UserError {
+    return UserError(nameForErrors + ": " + problem);
+  };
+  if (bytes.compare(0, kMagic.size(), kMagic) != 0) throw fail("not a .npy file (bad magic string)");
+  if (bytes.size() < kMagic.size() + 2) throw fail("file is truncated: no format version");
+  int major = static_cast<uint8_t>(bytes[6]), minor = static_cast<uint8_t>(bytes[7]);
+  if (major < 1 || major > 3 || minor != 0)
+    throw fail("unsupported .npy format version " + std::to_string(major) + "." + std::to_string(minor));
+  size_t lengthWidth = major == 1 ? 2 : 4;
+  size_t headerStart = kMagic.size() + 2 + lengthWidth;
+  if (bytes.size() < headerStart) throw fail("file is truncated: no header length");
+  size_t headerLength = readLittleEndian(bytes, kMagic.size() + 2, lengthWidth);
+  if (bytes.size() - headerStart < headerLength)
+    throw fail("file is truncated: expected a header of " + std::to_string(headerLength) + " bytes, found " +
+               std::to_string(bytes.size() - headerStart));
+  Header header =
+      HeaderParser(std::string_view(bytes).substr(headerStart, headerLength), nameForErrors).parse();
+  StoredType stored = parseDescr(header.descr, nameForErrors);
+
+  size_t elementSize = dtypeSize(stored.dtype);
+  int64_t count = 1, dataSize = 0;
+  for (int64_t dim : header.shape)
+    if (__builtin_mul_overflow(count, dim, &count)) throw fail("shape is too large");
+  if (__builtin_mul_overflow(count, static_cast<int64_t>(elementSize), &dataSize))
+    throw fail("shape is too large");
+  size_t dataStart = headerStart + headerLength;
+  if (static_cast<uint64_t>(dataSize) > bytes.size() - dataStart)
+    throw fail("file is truncated: expected " + std::to_string(dataSize) + " bytes of data, found " +
+               std::to_string(bytes.size() - dataStart));
+
+  TensorData result(stored.dtype, header.shape);
+  const auto *data = reinterpret_cast<const uint8_t *>(bytes.data()) + dataStart;
+  if (header.fortranOrder)
+    fortranToC(data, result.bytes.data(), header.shape, elementSize, count);
+  else
+    std::memcpy(result.bytes.data(), data, static_cast<size_t>(dataSize));
+  if (stored.byteSwapped)
+    for (size_t i = 0; i < result.bytes.size(); i += elementSize)
+      std::reverse(result.bytes.begin() + i, result.bytes.begin() + i + elementSize);
+  if (stored.dtype == DType::Bool)
+    for (uint8_t &b : result.bytes)
+      b = b != 0;
+  return result;
+}
+
+TensorData loadNpy(const std::string &path) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE *)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!file) throw UserError("cannot open '" + path + "': " + std::strerror(errno));
+  std::string bytes;
+  char buffer[1 << 16];
+  size_t got;
+  while ((got = std::fread(buffer, 1, sizeof buffer, file.get())) > 0)
+    bytes.append(buffer, got);
+  if (std::ferror(file.get())) throw UserError("cannot read '" + path + "': " + std::strerror(errno));
+  return parseNpy(bytes, path);
+}
+
+std::string formatNpy(const TensorData &data) {
+  std::string shape = "(";
+  for (size_t i = 0; i < data.shape.size(); ++i)
+    shape += (i ? ", " : "") + std::to_string(data.shape[i]);
+  shape += data.shape.size() == 1 ? ",)" : ")";
+  std::string dict = std::string("{'descr': '") + descrOf(data.dtype) +
+                     "', 'fortran_order': False, 'shape': " + shape + ", }";
+  if (!data.shape.empty()) dict.append(kGrowthAxisMaxDigits - std::to_string(data.shape[0]).size(), ' ');
+
+  // Pad with spaces and end with a newline so that the data starts at a multiple of kAlign (a whole kAlign of
+  // padding when it already would, as NumPy does).
+  size_t lengthWidth = 2;
+  size_t padding = kAlign - (kMagic.size() + 2 + lengthWidth + dict.size() + 1) % kAlign;
+  if (dict.size() + padding + 1 > 0xffff) {
+    lengthWidth = 4;
+    padding = kAlign - (kMagic.size() + 2 + lengthWidth + dict.size() + 1) % kAlign;
+  }
+  size_t headerLength = dict.size() + padding + 1;
+  std::string bytes(kMagic);
+  bytes += static_cast<char>(lengthWidth == 2 ? 1 : 2);
+  bytes += '\0';
+  for (size_t i = 0; i < lengthWidth; ++i)
+    bytes += static_cast<char>((headerLength >> (8 * i)) & 0xff);
+  bytes += dict;
+  bytes.append(padding, ' ');
+  bytes += '\n';
+  bytes.append(reinterpret_cast<const char *>(data.bytes.data()), data.bytes.size());
+  return bytes;
+}
+
+void saveNpy(const std::string &path, const TensorData &data) {
+  std::string bytes = formatNpy(data);
+  std::unique_ptr<std::FILE, int (*)(std::FILE *)> file(std::fopen(path.c_str(), "wb"), &std::fclose);
+  if (!file || std::fwrite(bytes.data(), 1, bytes.size(), file.get()) != bytes.size() ||
+      std::fflush(file.get()) != 0)
+    throw UserError("cannot write '" + path + "': " + std::strerror(errno));
+}
+
+} // namespace tg::ir

@@ -1,0 +1,29 @@
+// NumPy's .npy file format: `load("x.npy")` constants, `tgc run --in X=FILE.npy` inputs and `--out` results.
+//
+// Reading accepts format versions 1.0, 2.0 and 3.0, the dtypes '<f4' '<f8' '<i4' '<i8' and '|b1' (big-endian
+// '>f4' etc. are byte-swapped; '=' means native), C or Fortran order (converted to C order). Bytes after the
+// data are ignored, as NumPy does. Every malformed, truncated or unsupported file is a UserError that names
+// the file.
+#pragma once
+
+#include "ir/TensorData.h"
+
+#include <string>
+
+namespace tg::ir {
+
+/// Reads a .npy file. Throws UserError("cannot open 'x.npy': ...") when it cannot be read, and UserError
+/// ("x.npy: <problem>") when its contents are not a supported .npy array.
+TensorData loadNpy(const std::string &path);
+
+/// Parses the bytes of a .npy file; `nameForErrors` starts every error message.
+TensorData parseNpy(const std::string &bytes, const std::string &nameForErrors);
+
+/// The bytes np.save writes for `data`: version 1.0 (2.0 when the header needs it), little-endian, C order,
+/// the data aligned to 64 bytes.
+std::string formatNpy(const TensorData &data);
+
+/// Writes formatNpy(data) to `path`. Throws UserError("cannot write 'x.npy': ...") on failure.
+void saveNpy(const std::string &path, const TensorData &data);
+
+} // namespace tg::ir

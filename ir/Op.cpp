@@ -1,0 +1,453 @@
+#include "ir/Op.h"
+
+#include "ir/Assert.h"
+#include "ir/SourceLoc.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <sstream>
+
+namespace tg::ir {
+
+namespace {
+
+const OpInfo kOpInfos[] = {
+#define OP(Enum, name, arity, fusion, device) {name, arity, FusionKind::fusion, device},
+#include "ir/Ops.def"
+};
+
+[[noreturn]] void fail(const std::string &message) { throw UserError(message); }
+
+std::string listString(const std::vector<int64_t> &values) {
+  std::string text = "[";
+  for (size_t i = 0; i < values.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(values[i]);
+  return text + "]";
+}
+
+std::string numberString(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+Shape staticShape(const std::vector<int64_t> &sizes) {
+  Shape shape;
+  for (int64_t size : sizes)
+    shape.push_back(Dim::of(size));
+  return shape;
+}
+
+/// A symbolic dimension derived from others, labelled with how it was computed.
+Dim derived(const std::string &label) { return Dim::named(label); }
+
+TensorType elementwiseType(const Op &op, const std::vector<TensorType> &inputs) {
+  OpKind kind = op.kind();
+  Shape shape = inputs[0].shape;
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    auto result = broadcastShapes(shape, inputs[i].shape);
+    if (!result)
+      fail("cannot broadcast " + inputs[0].str() + " with " + inputs[i].str());
+    shape = *result;
+  }
+  DType dtype = inputs[0].dtype;
+  auto requireSame = [&](size_t first) {
+    for (size_t i = first + 1; i < inputs.size(); ++i)
+      TG_ASSERT(inputs[i].dtype == inputs[first].dtype)
+          << op.name() << ": operands " << inputs[first].str() << " and " << inputs[i].str() << " differ in dtype";
+  };
+  switch (kind) {
+  case OpKind::Cast: return {op.attrs().dtype, shape, inputs[0].place};
+  case OpKind::Not:
+  case OpKind::And:
+  case OpKind::Or:
+    for (const TensorType &input : inputs)
+      TG_ASSERT(input.dtype == DType::Bool) << op.name() << " expects bool operands";
+    return {DType::Bool, shape, inputs[0].place};
+  case OpKind::Where:
+    TG_ASSERT(inputs[0].dtype == DType::Bool) << "where: the condition must be bool";
+    requireSame(1);
+    return {inputs[1].dtype, shape, inputs[0].place};
+  default: break;
+  }
+  requireSame(0);
+  if (isComparison(kind))
+    return {DType::Bool, shape, inputs[0].place};
+  return {dtype, shape, inputs[0].place};
+}
+
+/// Checks an axis against a rank and returns it counted from the front.
+int64_t normalizeAxis(int64_t axis, size_t rank, const char *what) {
+  int64_t r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= r)
+    fail(std::string(what) + ": axis " + std::to_string(axis) + " is out of bounds for an array of rank " +
+         std::to_string(rank));
+  return axis < 0 ? axis + r : axis;
+}
+
+TensorType reductionType(const Op &op, const TensorType &input) {
+  const OpAttrs &attrs = op.attrs();
+  Shape shape;
+  if ((op.kind() == OpKind::Argmax || op.kind() == OpKind::Argmin) && attrs.axes.empty()) {
+    if (attrs.keepdims)
+      shape.assign(input.rank(), Dim::of(1));
+  } else {
+    for (size_t i = 0; i < input.rank(); ++i) {
+      bool reduced = std::find(attrs.axes.begin(), attrs.axes.end(), static_cast<int64_t>(i)) != attrs.axes.end();
+      if (!reduced)
+        shape.push_back(input.shape[i]);
+      else if (attrs.keepdims)
+        shape.push_back(Dim::of(1));
+    }
+  }
+  DType dtype = input.dtype;
+  switch (op.kind()) {
+  case OpKind::Sum:
+  case OpKind::Prod: dtype = isFloat(input.dtype) ? input.dtype : DType::I64; break;
+  case OpKind::Mean: dtype = isFloat(input.dtype) ? input.dtype : DType::F64; break;
+  case OpKind::Argmax:
+  case OpKind::Argmin: dtype = DType::I64; break;
+  case OpKind::Any:
+  case OpKind::All: dtype = DType::Bool; break;
+  default: break;
+  }
+  return {dtype, shape, input.place};
+}
+
+TensorType matmulType(const TensorType &a, const TensorType &b) {
+  TG_ASSERT(a.dtype == b.dtype) << "matmul operands differ in dtype";
+  if (a.isScalar() || b.isScalar())
+    fail("matmul: operands must have at least one dimension, got " + a.str() + " @ " + b.str());
+  Shape left = a.shape, right = b.shape;
+  bool vectorLeft = left.size() == 1, vectorRight = right.size() == 1;
+  if (vectorLeft)
+    left.insert(left.begin(), Dim::of(1));
+  if (vectorRight)
+    right.push_back(Dim::of(1));
+  const Dim &inner = left.back(), &innerRight = right[right.size() - 2];
+  if (inner.isStatic() && innerRight.isStatic() && inner != innerRight)
+    fail("matmul: inner dimensions do not match: " + a.str() + " @ " + b.str());
+  auto batch = broadcastShapes(Shape(left.begin(), left.end() - 2), Shape(right.begin(), right.end() - 2));
+  if (!batch)
+    fail("matmul: cannot broadcast the batch dimensions of " + a.str() + " and " + b.str());
+  Shape shape = *batch;
+  if (!vectorLeft)
+    shape.push_back(left[left.size() - 2]);
+  if (!vectorRight)
+    shape.push_back(right.back());
+  return {a.dtype, shape, a.place};
+}
+
+TensorType reshapeType(const Op &op, const TensorType &input) {
+  const std::vector<int64_t> &target = op.attrs().shape;
+  auto known = input.staticNumElements();
+  int64_t product = 1, inferred = -1;
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (target[i] == -1) {
+      if (inferred >= 0)
+        fail("reshape: can only specify one unknown dimension (-1)");
+      inferred = static_cast<int64_t>(i);
+    } else if (target[i] < 0) {
+      fail("reshape: invalid dimension " + std::to_string(target[i]));
+    } else {
+      product *= target[i];
+    }
+  }
+  Shape shape = staticShape(target);
+  if (!known) {
+    if (inferred >= 0)
+      shape[inferred] = derived("reshape" + std::to_string(inferred));
+    return {input.dtype, shape, input.place};
+  }
+  if (inferred >= 0) {
+    if (product == 0 || *known % product != 0)
+      fail("cannot reshape " + input.str() + " into shape " + listString(target));
+    shape[inferred] = Dim::of(*known / product);
+  } else if (product != *known) {
+    fail("cannot reshape " + input.str() + " into shape " + listString(target));
+  }
+  return {input.dtype, shape, input.place};
+}
+
+TensorType sliceType(const Op &op, const TensorType &input) {
+  const auto &slices = op.attrs().slices;
+  if (slices.size() > input.rank())
+    fail("too many indices: " + std::to_string(slices.size()) + " for an array of rank " +
+         std::to_string(input.rank()) + " (" + input.str() + ")");
+  Shape shape;
+  for (size_t axis = 0; axis < input.rank(); ++axis) {
+    const Dim &dim = input.shape[axis];
+    if (axis >= slices.size()) {
+      shape.push_back(dim);
+      continue;
+    }
+    const SliceSpec &s = slices[axis];
+    if (s.isIndex) {
+      if (dim.isStatic() && (s.start >= dim.size || s.start < -dim.size))
+        fail("index " + std::to_string(s.start) + " is out of bounds for axis " + std::to_string(axis) +
+             " with size " + std::to_string(dim.size));
+      continue;
+    }
+    if (s.step == 0)
+      fail("slice step cannot be zero");
+    if (!dim.isStatic()) {
+      bool whole = !s.hasStart && !s.hasStop && s.step == 1;
+      shape.push_back(whole ? dim : derived(dim.symbol + "[" + s.str() + "]"));
+      continue;
+    }
+    // Python's slice.indices, then the element count.
+    int64_t n = dim.size, step = s.step;
+    auto clamp = [&](bool has, int64_t value, int64_t fallback) {
+      if (!has)
+        return fallback;
+      if (value < 0)
+        value += n;
+      if (step > 0)
+        return std::clamp<int64_t>(value, 0, n);
+      return std::clamp<int64_t>(value, -1, n - 1);
+    };
+    int64_t start = clamp(s.hasStart, s.start, step > 0 ? 0 : n - 1);
+    int64_t stop = clamp(s.hasStop, s.stop, step > 0 ? n : -1);
+    int64_t count = step > 0 ? (stop > start ? (stop - start + step - 1) / step : 0)
+                             : (start > stop ? (start - stop - step - 1) / -step : 0);
+    shape.push_back(Dim::of(count));
+  }
+  return {input.dtype, shape, input.place};
+}
+
+TensorType joinType(const Op &op, const std::vector<TensorType> &inputs) {
+  if (inputs.empty())
+    fail(std::string(op.name()) + " needs at least one array");
+  const TensorType &first = inputs[0];
+  bool stack = op.kind() == OpKind::Stack;
+  size_t rank = first.rank() + (stack ? 1 : 0);
+  if (!stack && first.isScalar())
+    fail("concat: zero-dimensional arrays cannot be concatenated");
+  int64_t axis = normalizeAxis(op.attrs().axes.at(0), rank, op.name());
+  Shape shape = first.shape;
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    TG_ASSERT(inputs[i].dtype == first.dtype) << op.name() << " operands differ in dtype";
+    bool fits = inputs[i].rank() == first.rank();
+    for (size_t d = 0; fits && d < first.rank(); ++d) {
+      const Dim &x = first.shape[d], &y = inputs[i].shape[d];
+      if (!stack && static_cast<int64_t>(d) == axis)
+        continue;
+      fits = x == y || !x.isStatic() || !y.isStatic();
+    }
+    if (!fits)
+      fail(std::string(op.name()) + ": array " + std::to_string(i) + " has shape " + inputs[i].str() +
+           ", which does not fit " + first.str() +
+           (stack ? " (all arrays must have the same shape)" : " (shapes must match except on the axis)"));
+  }
+  if (stack) {
+    shape.insert(shape.begin() + axis, Dim::of(static_cast<int64_t>(inputs.size())));
+    return {first.dtype, shape, first.place};
+  }
+  Dim total = Dim::of(0);
+  for (const TensorType &input : inputs) {
+    const Dim &d = input.shape[axis];
+    if (total.isStatic() && d.isStatic())
+      total.size += d.size;
+    else
+      total = derived(total.str() + "+" + d.str());
+  }
+  shape[axis] = total;
+  return {first.dtype, shape, first.place};
+}
+
+} // namespace
+
+const OpInfo &opInfo(OpKind kind) { return kOpInfos[static_cast<size_t>(kind)]; }
+const char *opName(OpKind kind) { return opInfo(kind).name; }
+
+bool isUnaryElementwise(OpKind kind) {
+  return opInfo(kind).fusion == FusionKind::Elementwise && opInfo(kind).arity == 1;
+}
+bool isBinaryElementwise(OpKind kind) {
+  return opInfo(kind).fusion == FusionKind::Elementwise && opInfo(kind).arity == 2;
+}
+bool isComparison(OpKind kind) {
+  switch (kind) {
+  case OpKind::Lt:
+  case OpKind::Le:
+  case OpKind::Gt:
+  case OpKind::Ge:
+  case OpKind::Eq:
+  case OpKind::Ne: return true;
+  default: return false;
+  }
+}
+bool isReduction(OpKind kind) { return opInfo(kind).fusion == FusionKind::Reduce; }
+
+bool SliceSpec::operator==(const SliceSpec &other) const {
+  return isIndex == other.isIndex && start == other.start && stop == other.stop && step == other.step &&
+         hasStart == other.hasStart && hasStop == other.hasStop;
+}
+
+std::string SliceSpec::str() const {
+  if (isIndex)
+    return std::to_string(start);
+  std::string text = (hasStart ? std::to_string(start) : "") + ":" + (hasStop ? std::to_string(stop) : "");
+  if (step != 1)
+    text += ":" + std::to_string(step);
+  return text;
+}
+
+bool OpAttrs::operator==(const OpAttrs &other) const {
+  return dtype == other.dtype && axes == other.axes && keepdims == other.keepdims && shape == other.shape &&
+         scalars == other.scalars && seed == other.seed && slices == other.slices;
+}
+
+size_t Op::hash() const {
+  size_t h = std::hash<int>()(static_cast<int>(kind_));
+  auto mix = [&h](size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  mix(static_cast<size_t>(attrs_.dtype));
+  mix(attrs_.keepdims);
+  mix(attrs_.seed);
+  for (int64_t a : attrs_.axes)
+    mix(std::hash<int64_t>()(a));
+  for (int64_t s : attrs_.shape)
+    mix(std::hash<int64_t>()(s));
+  for (double v : attrs_.scalars)
+    mix(std::hash<double>()(v));
+  for (const SliceSpec &s : attrs_.slices)
+    mix(std::hash<std::string>()(s.str()));
+  return h;
+}
+
+std::string Op::attrString() const {
+  const OpAttrs &a = attrs_;
+  std::vector<std::string> parts;
+  switch (kind_) {
+  case OpKind::Cast: parts.push_back(std::string("to=") + dtypeName(a.dtype)); break;
+  case OpKind::Transpose: parts.push_back("perm=" + listString(a.axes)); break;
+  case OpKind::Reshape:
+  case OpKind::BroadcastTo: parts.push_back("shape=" + listString(a.shape)); break;
+  case OpKind::Concat:
+  case OpKind::Stack:
+  case OpKind::Sort:
+  case OpKind::Argsort:
+  case OpKind::Cumsum:
+    if (!a.axes.empty())
+      parts.push_back("axis=" + std::to_string(a.axes[0]));
+    break;
+  case OpKind::Slice: {
+    std::string text = "[";
+    for (size_t i = 0; i < a.slices.size(); ++i)
+      text += (i ? ", " : "") + a.slices[i].str();
+    parts.push_back(text + "]");
+    break;
+  }
+  case OpKind::Zeros:
+  case OpKind::Ones:
+  case OpKind::Eye: parts.push_back("shape=" + listString(a.shape)); break;
+  case OpKind::Full:
+    parts.push_back("shape=" + listString(a.shape));
+    parts.push_back("value=" + numberString(a.scalars.at(0)));
+    break;
+  case OpKind::Arange:
+    parts.push_back("start=" + numberString(a.scalars.at(0)));
+    parts.push_back("stop=" + numberString(a.scalars.at(1)));
+    parts.push_back("step=" + numberString(a.scalars.at(2)));
+    break;
+  case OpKind::Rand:
+  case OpKind::Randn:
+    parts.push_back("shape=" + listString(a.shape));
+    parts.push_back("seed=" + std::to_string(a.seed));
+    break;
+  default:
+    if (isReduction(kind_)) {
+      if (!a.axes.empty())
+        parts.push_back("axes=" + listString(a.axes));
+      if (a.keepdims)
+        parts.push_back("keepdims");
+    }
+    break;
+  }
+  if (opInfo(kind_).fusion == FusionKind::Creation && kind_ != OpKind::ZerosLike && kind_ != OpKind::OnesLike)
+    parts.push_back(std::string("dtype=") + dtypeName(a.dtype));
+  std::string text;
+  for (size_t i = 0; i < parts.size(); ++i)
+    text += (i ? ", " : "") + parts[i];
+  return text;
+}
+
+std::string Op::str() const {
+  std::string attributes = attrString();
+  return attributes.empty() ? name() : std::string(name()) + "{" + attributes + "}";
+}
+
+TensorType inferType(const Op &op, const std::vector<TensorType> &inputs) {
+  const OpInfo &info = op.info();
+  TG_ASSERT(info.arity < 0 || static_cast<size_t>(info.arity) == inputs.size())
+      << op.name() << " takes " << info.arity << " inputs, got " << inputs.size();
+  const OpAttrs &attrs = op.attrs();
+  switch (info.fusion) {
+  case FusionKind::Elementwise: return elementwiseType(op, inputs);
+  case FusionKind::Reduce: return reductionType(op, inputs[0]);
+  case FusionKind::Creation:
+    if (op.kind() == OpKind::ZerosLike || op.kind() == OpKind::OnesLike)
+      return {inputs[0].dtype, inputs[0].shape, inputs[0].place};
+    if (op.kind() == OpKind::Arange) {
+      double start = attrs.scalars.at(0), stop = attrs.scalars.at(1), step = attrs.scalars.at(2);
+      if (step == 0)
+        fail("arange: step cannot be zero");
+      double count = std::ceil((stop - start) / step);
+      return {attrs.dtype, {Dim::of(count > 0 ? static_cast<int64_t>(count) : 0)}, Place::Host};
+    }
+    for (int64_t d : attrs.shape)
+      if (d < 0)
+        fail(std::string(op.name()) + ": negative dimensions are not allowed: " + listString(attrs.shape));
+    return {attrs.dtype, staticShape(attrs.shape), Place::Host};
+  default: break;
+  }
+  const TensorType &input = inputs.empty() ? TensorType{} : inputs[0];
+  switch (op.kind()) {
+  case OpKind::Matmul: return matmulType(inputs[0], inputs[1]);
+  case OpKind::Transpose: {
+    std::vector<int64_t> sorted = attrs.axes;
+    std::sort(sorted.begin(), sorted.end());
+    bool permutation = sorted.size() == input.rank();
+    for (size_t i = 0; permutation && i < sorted.size(); ++i)
+      permutation = sorted[i] == static_cast<int64_t>(i);
+    if (!permutation)
+      fail("transpose: " + listString(attrs.axes) + " is not a permutation of the axes of " + input.str());
+    Shape shape;
+    for (int64_t axis : attrs.axes)
+      shape.push_back(input.shape[axis]);
+    return {input.dtype, shape, input.place};
+  }
+  case OpKind::Reshape: return reshapeType(op, input);
+  case OpKind::BroadcastTo: {
+    Shape target = staticShape(attrs.shape);
+    auto result = broadcastShapes(input.shape, target);
+    if (!result || *result != target || input.rank() > target.size())
+      fail("cannot broadcast " + input.str() + " to shape " + listString(attrs.shape));
+    return {input.dtype, target, input.place};
+  }
+  case OpKind::Slice: return sliceType(op, input);
+  case OpKind::Concat:
+  case OpKind::Stack: return joinType(op, inputs);
+  case OpKind::Sort:
+  case OpKind::Argsort:
+    if (input.isScalar())
+      fail(std::string(op.name()) + ": cannot sort a zero-dimensional array");
+    normalizeAxis(attrs.axes.at(0), input.rank(), op.name());
+    return {op.kind() == OpKind::Sort ? input.dtype : DType::I64, input.shape, input.place};
+  case OpKind::Cumsum: {
+    DType dtype = isFloat(input.dtype) ? input.dtype : DType::I64;
+    if (attrs.axes.empty()) {
+      auto count = input.staticNumElements();
+      return {dtype, {count ? Dim::of(*count) : derived("size")}, input.place};
+    }
+    normalizeAxis(attrs.axes[0], input.rank(), op.name());
+    return {dtype, input.shape, input.place};
+  }
+  default: break;
+  }
+  TG_ASSERT(false) << "no type inference for " << op.name();
+  return {};
+}
+
+} // namespace tg::ir

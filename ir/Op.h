@@ -1,0 +1,87 @@
+// Op: what a graph node computes. Immutable, hashable and comparable, so that equal nodes can be merged.
+// The kinds and their static properties come from Ops.def; attributes live in one small struct.
+#pragma once
+
+#include "ir/DType.h"
+#include "ir/Type.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tg::ir {
+
+enum class OpKind : uint16_t {
+#define OP(Enum, name, arity, fusion, device) Enum,
+#include "ir/Ops.def"
+};
+
+/// TVM's pattern kinds: how an op may take part in fusion.
+enum class FusionKind : uint8_t { Elementwise, Broadcast, Injective, Reduce, Creation, Opaque };
+
+struct OpInfo {
+  const char *name; // the language's spelling
+  int arity;        // -1: a list of inputs
+  FusionKind fusion;
+  bool hasDevice;
+};
+
+const OpInfo &opInfo(OpKind kind);
+const char *opName(OpKind kind);
+bool isUnaryElementwise(OpKind kind);
+bool isBinaryElementwise(OpKind kind);
+bool isComparison(OpKind kind);
+bool isReduction(OpKind kind);
+
+/// One axis of an indexing expression `x[2, 1:5:2, :]`: a single index (drops the axis) or a range.
+struct SliceSpec {
+  bool isIndex = false;
+  int64_t start = 0, stop = 0, step = 1; // an index is held in start
+  bool hasStart = false, hasStop = false;
+  bool operator==(const SliceSpec &other) const;
+  std::string str() const;
+};
+
+/// Attributes, by op: cast and creation use dtype; reductions use axes (all axes listed; empty for argmax/argmin
+/// means the flattened array) and keepdims; transpose keeps its permutation in axes; concat, stack, sort, argsort
+/// and cumsum keep their axis in axes[0] (cumsum with no axis flattens); reshape, broadcast_to and creation ops
+/// keep a shape (reshape may hold one -1); full keeps its value in scalars[0], arange start/stop/step in scalars;
+/// rand and randn keep their seed.
+struct OpAttrs {
+  DType dtype = DType::F32;
+  std::vector<int64_t> axes;
+  bool keepdims = false;
+  std::vector<int64_t> shape;
+  std::vector<double> scalars;
+  uint64_t seed = 0;
+  std::vector<SliceSpec> slices;
+  bool operator==(const OpAttrs &other) const;
+};
+
+class Op {
+public:
+  Op(OpKind kind, OpAttrs attrs = {}) : kind_(kind), attrs_(std::move(attrs)) {}
+
+  OpKind kind() const { return kind_; }
+  const OpAttrs &attrs() const { return attrs_; }
+  const OpInfo &info() const { return opInfo(kind_); }
+  const char *name() const { return info().name; }
+  bool operator==(const Op &other) const { return kind_ == other.kind_ && attrs_ == other.attrs_; }
+  bool operator!=(const Op &other) const { return !(*this == other); }
+  size_t hash() const;
+  /// The attributes that matter for this kind, as "axes=[1], keepdims" (empty when none).
+  std::string attrString() const;
+  /// "sum{axes=[1]}" or "exp".
+  std::string str() const;
+
+private:
+  OpKind kind_;
+  OpAttrs attrs_;
+};
+
+/// The output type of `op` applied to inputs of these types, following NumPy's shape rules. Operands must already
+/// have the dtypes the op requires (the front end inserts casts). Throws UserError (without a location) when the
+/// shapes or dtypes do not fit; the caller adds the location.
+TensorType inferType(const Op &op, const std::vector<TensorType> &inputs);
+
+} // namespace tg::ir

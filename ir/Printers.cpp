@@ -1,0 +1,229 @@
+#include "ir/Printers.h"
+
+#include <map>
+#include <sstream>
+
+namespace tg::ir {
+
+namespace {
+
+std::string letterId(size_t index) {
+  std::string id;
+  for (size_t n = index + 1; n > 0; n = (n - 1) / 26)
+    id.insert(id.begin(), static_cast<char>('A' + (n - 1) % 26));
+  return id;
+}
+
+std::string constantText(const TensorData &data) {
+  std::ostringstream out;
+  out.precision(9);
+  int64_t count = data.numElements();
+  if (data.shape.empty()) {
+    if (data.dtype == DType::Bool)
+      out << (data.get(0) ? "true" : "false");
+    else
+      out << data.get(0);
+    return out.str();
+  }
+  out << "[";
+  for (int64_t i = 0; i < count && i < 6; ++i)
+    out << (i ? " " : "") << data.get(i);
+  if (count > 6)
+    out << " ...";
+  out << "]";
+  return out.str();
+}
+
+std::string place(const Node &node) { return node.output()->type().place == Place::Device ? "device" : "host"; }
+
+class TreePrinter {
+public:
+  explicit TreePrinter(std::ostringstream &out) : out_(out) {}
+
+  void print(const Value *value, const std::string &label, const std::string &indent) {
+    out_ << indent << describe(value, label);
+    const Node *node = value->owner();
+    if (!node) {
+      out_ << "\n";
+      return;
+    }
+    bool seen = printedNodes_.count(node);
+    out_ << (seen ? " (shown above)\n" : "\n");
+    if (seen)
+      return;
+    printedNodes_[node] = true;
+    for (const Value *input : node->inputs())
+      print(input, "", indent + " |");
+  }
+
+private:
+  std::string describe(const Value *value, const std::string &label) {
+    std::string id = idOf(value);
+    std::string name = value->name().empty() ? "" : " '" + value->name() + "'";
+    std::string type = " : " + value->type().str();
+    if (const Node *node = value->owner()) {
+      std::string pin = node->pin() == Pin::Host ? " @host" : node->pin() == Pin::Device ? " @device" : "";
+      return label + node->op().str() + " [id " + id + "]" + name + type + pin;
+    }
+    if (value->isConstant())
+      return label + "const{" + constantText(value->constant()) + "} [id " + id + "]" + type;
+    return label + value->name() + " [id " + id + "]" + type;
+  }
+
+  std::string idOf(const Value *value) {
+    auto [it, inserted] = ids_.try_emplace(value, letterId(ids_.size()));
+    return it->second;
+  }
+
+  std::ostringstream &out_;
+  std::map<const Value *, std::string> ids_;
+  std::map<const Node *, bool> printedNodes_;
+};
+
+std::string jsonString(const std::string &text) {
+  std::string quoted = "\"";
+  for (char c : text) {
+    switch (c) {
+    case '"': quoted += "\\\""; break;
+    case '\\': quoted += "\\\\"; break;
+    case '\n': quoted += "\\n"; break;
+    case '\t': quoted += "\\t"; break;
+    default:
+      if (static_cast<unsigned char>(c) < 0x20) {
+        char buffer[8];
+        std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
+        quoted += buffer;
+      } else {
+        quoted += c;
+      }
+    }
+  }
+  return quoted + "\"";
+}
+
+std::string dotString(const std::string &text) { return jsonString(text); }
+
+} // namespace
+
+std::string printIr(const Program &program) {
+  std::ostringstream out;
+  TreePrinter printer(out);
+  for (const auto &input : program.inputs)
+    printer.print(input.value, "input ", "");
+  for (const auto &param : program.params)
+    printer.print(param.value, "param ", "");
+  for (const auto &output : program.outputs)
+    printer.print(output.value, "output " + output.name + " = ", "");
+  for (const auto &update : program.updates)
+    printer.print(update.value, "update " + program.params[update.param].name + " = ", "");
+  return out.str();
+}
+
+std::string printIr(const Graph &graph) {
+  std::ostringstream out;
+  TreePrinter printer(out);
+  for (size_t i = 0; i < graph.outputs().size(); ++i)
+    printer.print(graph.outputs()[i], "output " + std::to_string(i) + " = ", "");
+  return out.str();
+}
+
+std::string printJson(const Program &program) {
+  const Graph &graph = program.graph;
+  std::ostringstream out;
+  auto valueRef = [](const Value *value) {
+    return "{\"id\": " + std::to_string(value->id()) + ", \"name\": " + jsonString(value->name()) +
+           ", \"type\": " + jsonString(value->type().str()) + "}";
+  };
+  out << "{\n  \"inputs\": [";
+  for (size_t i = 0; i < program.inputs.size(); ++i)
+    out << (i ? ", " : "") << valueRef(program.inputs[i].value);
+  out << "],\n  \"params\": [";
+  for (size_t i = 0; i < program.params.size(); ++i)
+    out << (i ? ", " : "") << valueRef(program.params[i].value);
+  out << "],\n  \"outputs\": [";
+  for (size_t i = 0; i < program.outputs.size(); ++i) {
+    const auto &output = program.outputs[i];
+    out << (i ? ", " : "") << "{\"id\": " << output.value->id() << ", \"name\": " << jsonString(output.name)
+        << ", \"type\": " << jsonString(output.value->type().str()) << "}";
+  }
+  out << "],\n  \"updates\": [";
+  for (size_t i = 0; i < program.updates.size(); ++i) {
+    const auto &update = program.updates[i];
+    out << (i ? ", " : "") << "{\"id\": " << update.value->id()
+        << ", \"param\": " << jsonString(program.params[update.param].name) << "}";
+  }
+  out << "],\n  \"nodes\": [";
+  const auto &order = graph.toposort();
+  std::map<const Value *, bool> constants;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const Node &node = *order[i];
+    out << (i ? "," : "") << "\n    {\"id\": " << i << ", \"op\": " << jsonString(node.op().name())
+        << ", \"attrs\": " << jsonString(node.op().attrString()) << ", \"place\": \"" << place(node)
+        << "\", \"inputs\": [";
+    for (size_t j = 0; j < node.inputs().size(); ++j) {
+      out << (j ? ", " : "") << node.input(j)->id();
+      if (node.input(j)->isConstant())
+        constants[node.input(j)] = true;
+    }
+    out << "], \"outputs\": [" << node.output()->id() << "], \"type\": " << jsonString(node.output()->type().str())
+        << ", \"loc\": " << jsonString(node.loc().str()) << "}";
+  }
+  out << "\n  ],\n  \"constants\": [";
+  bool first = true;
+  for (const auto &[value, unused] : constants) {
+    out << (first ? "" : ", ") << "{\"id\": " << value->id() << ", \"type\": " << jsonString(value->type().str())
+        << ", \"value\": " << jsonString(constantText(value->constant())) << "}";
+    first = false;
+  }
+  out << "]\n}\n";
+  return out.str();
+}
+
+std::string printDot(const Program &program) {
+  const Graph &graph = program.graph;
+  std::ostringstream out;
+  out << "digraph tgc {\n  rankdir=TB;\n  node [fontname=\"monospace\"];\n";
+  std::map<const Value *, std::string> sources;
+  for (const auto &input : program.inputs) {
+    sources[input.value] = "v" + std::to_string(input.value->id());
+    out << "  " << sources[input.value] << " [shape=ellipse, label=" << dotString(input.name) << "];\n";
+  }
+  for (const auto &param : program.params) {
+    sources[param.value] = "v" + std::to_string(param.value->id());
+    out << "  " << sources[param.value] << " [shape=ellipse, style=bold, label=" << dotString(param.name)
+        << "];\n";
+  }
+  for (const Node *node : graph.toposort()) {
+    std::string id = "n" + std::to_string(node->id());
+    out << "  " << id << " [shape=box, label=" << dotString(node->op().str())
+        << (place(*node) == "device" ? ", style=filled, fillcolor=lightblue" : "") << "];\n";
+    for (const Value *input : node->inputs()) {
+      std::string from;
+      if (input->owner()) {
+        from = "n" + std::to_string(input->owner()->id());
+      } else if (sources.count(input)) {
+        from = sources[input];
+      } else {
+        from = "c" + std::to_string(input->id());
+        sources[input] = from;
+        out << "  " << from << " [shape=note, label=" << dotString(constantText(input->constant())) << "];\n";
+      }
+      out << "  " << from << " -> " << id << " [label=" << dotString(input->type().str()) << "];\n";
+    }
+  }
+  auto sink = [&](const Value *value, const std::string &label, size_t index) {
+    std::string id = "out" + std::to_string(index);
+    out << "  " << id << " [shape=ellipse, style=dashed, label=" << dotString(label) << "];\n";
+    std::string from = value->owner() ? "n" + std::to_string(value->owner()->id()) : sources[value];
+    out << "  " << from << " -> " << id << ";\n";
+  };
+  size_t index = 0;
+  for (const auto &output : program.outputs)
+    sink(output.value, output.name, index++);
+  for (const auto &update : program.updates)
+    sink(update.value, program.params[update.param].name + " (update)", index++);
+  out << "}\n";
+  return out.str();
+}
+
+} // namespace tg::ir

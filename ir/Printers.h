@@ -1,0 +1,23 @@
+// Text forms of a program's graph: a debugprint-style tree (--emit=ir), JSON (--emit=json) and DOT (--emit=dot).
+#pragma once
+
+#include "ir/Program.h"
+
+#include <string>
+
+namespace tg::ir {
+
+/// Theano's debugprint: each output and update as a tree, children indented under " |", every node and value
+/// given a letter id [id A] in printing order; a subtree printed once is later shown by its id alone.
+std::string printIr(const Program &program);
+std::string printIr(const Graph &graph);
+
+/// The schema of DESIGN.md: {"inputs", "params", "outputs", "updates", "nodes": [{"id", "op", "attrs", "place",
+/// "inputs", "outputs", "type", "loc"}], "constants": [...]}. Value ids are shared by every list; node ids are
+/// positions in topological order.
+std::string printJson(const Program &program);
+
+/// A Graphviz digraph: ops as boxes, inputs as ellipses, constants as notes; edges labelled with types.
+std::string printDot(const Program &program);
+
+} // namespace tg::ir

@@ -1,0 +1,41 @@
+// Program: a compiled script. A step graph (inputs, params, outputs, updates) plus the graph that computes the
+// params' initial values. Theano's compiled function with shared variables and updates.
+#pragma once
+
+#include "ir/Graph.h"
+
+#include <string>
+#include <vector>
+
+namespace tg::ir {
+
+struct Program {
+  struct Input {
+    std::string name;
+    Value *value; // a graph input of `graph`
+    SourceLoc loc;
+  };
+  struct Param {
+    std::string name;
+    Value *value;   // a graph input of `graph`
+    Value *initial; // an output of `init`
+    SourceLoc loc;
+  };
+  struct Output {
+    std::string name;
+    Value *value; // an output of `graph`
+  };
+  struct Update {
+    size_t param; // index into params
+    Value *value; // an output of `graph`
+  };
+
+  Graph graph; // inputs: `inputs` then `params`; outputs: `outputs` then `updates`
+  Graph init;  // no inputs; outputs: each param's initial value, in order
+  std::vector<Input> inputs;
+  std::vector<Param> params;
+  std::vector<Output> outputs;
+  std::vector<Update> updates;
+};
+
+} // namespace tg::ir

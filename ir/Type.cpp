@@ -1,0 +1,64 @@
+#include "ir/Type.h"
+
+#include <algorithm>
+
+namespace tg::ir {
+
+std::vector<bool> TensorType::broadcastable() const {
+  std::vector<bool> flags;
+  for (const Dim &d : shape)
+    flags.push_back(d.isOne());
+  return flags;
+}
+
+std::optional<int64_t> TensorType::staticNumElements() const {
+  int64_t count = 1;
+  for (const Dim &d : shape) {
+    if (!d.isStatic())
+      return std::nullopt;
+    count *= d.size;
+  }
+  return count;
+}
+
+bool TensorType::operator==(const TensorType &other) const {
+  return dtype == other.dtype && shape == other.shape && place == other.place;
+}
+
+std::string shapeString(const Shape &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + shape[i].str();
+  return text + "]";
+}
+
+std::string TensorType::str() const {
+  std::string text = dtypeName(dtype);
+  if (!shape.empty())
+    text += shapeString(shape);
+  if (place == Place::Device)
+    text += "@device";
+  return text;
+}
+
+std::optional<Shape> broadcastShapes(const Shape &a, const Shape &b) {
+  size_t rank = std::max(a.size(), b.size());
+  Shape result(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    // Align from the right, padding the shorter shape with ones.
+    const Dim one = Dim::of(1);
+    const Dim &x = i < rank - a.size() ? one : a[i - (rank - a.size())];
+    const Dim &y = i < rank - b.size() ? one : b[i - (rank - b.size())];
+    if (x.isOne())
+      result[i] = y;
+    else if (y.isOne() || x == y)
+      result[i] = x;
+    else if (x.isStatic() && y.isStatic())
+      return std::nullopt;
+    else
+      result[i] = x.isStatic() ? x : y; // a symbol meeting another size: checked at run time
+  }
+  return result;
+}
+
+} // namespace tg::ir

@@ -1,0 +1,55 @@
+// TensorType: what a graph value is (dtype, shape, place), as Theano's TensorType / GpuArrayType.
+#pragma once
+
+#include "ir/DType.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tg::ir {
+
+/// One dimension: a static size, or a symbol (`n` in `f32[n, 4]`) whose size is known only at run time.
+/// Symbolic dimensions are never broadcastable (Theano's rule): only a static 1 broadcasts at compile time.
+struct Dim {
+  int64_t size = 0;   // meaningful when symbol is empty
+  std::string symbol; // non-empty: symbolic
+
+  static Dim of(int64_t size) { return Dim{size, {}}; }
+  static Dim named(std::string symbol) { return Dim{0, std::move(symbol)}; }
+  bool isStatic() const { return symbol.empty(); }
+  bool isOne() const { return isStatic() && size == 1; }
+  bool operator==(const Dim &other) const { return size == other.size && symbol == other.symbol; }
+  bool operator!=(const Dim &other) const { return !(*this == other); }
+  std::string str() const { return isStatic() ? std::to_string(size) : symbol; }
+};
+
+using Shape = std::vector<Dim>;
+
+/// Host memory or device memory. A host and a device tensor of one shape are different types.
+enum class Place : uint8_t { Host, Device };
+
+struct TensorType {
+  DType dtype = DType::F32;
+  Shape shape;
+  Place place = Place::Host;
+
+  size_t rank() const { return shape.size(); }
+  bool isScalar() const { return shape.empty(); }
+  /// Theano's broadcastable pattern: true where the dimension is a static 1.
+  std::vector<bool> broadcastable() const;
+  /// The static element count, or nullopt when a dimension is symbolic.
+  std::optional<int64_t> staticNumElements() const;
+  bool operator==(const TensorType &other) const;
+  bool operator!=(const TensorType &other) const { return !(*this == other); }
+  /// "f32[n, 4]", "f32" for a scalar; device tensors print as "f32[n, 4]@device".
+  std::string str() const;
+};
+
+std::string shapeString(const Shape &shape);
+
+/// NumPy broadcasting of two static-or-symbolic shapes; nullopt when they cannot broadcast.
+std::optional<Shape> broadcastShapes(const Shape &a, const Shape &b);
+
+} // namespace tg::ir

@@ -1,0 +1,107 @@
+#include "runtime/Executor.h"
+
+#include "ir/Assert.h"
+#include "runtime/Kernels.h"
+
+#include <map>
+
+namespace tg::runtime {
+
+void checkInputs(const std::vector<ir::Value *> &inputs, const std::vector<Tensor> &tensors) {
+  TG_ASSERT(inputs.size() == tensors.size())
+      << tensors.size() << " tensors for " << inputs.size() << " inputs";
+  struct Binding {
+    int64_t size;
+    const ir::Value *input;
+  };
+  std::map<std::string, Binding> symbols;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ir::TensorType &type = inputs[i]->type();
+    const Tensor &tensor = tensors[i];
+    std::string name = "input '" + inputs[i]->name() + "'";
+    if (tensor.dtype() != type.dtype)
+      throw ir::UserError(name + " has dtype " + ir::dtypeName(tensor.dtype()) +
+                          ", but the script declares " + type.str());
+    if (tensor.rank() != type.rank())
+      throw ir::UserError(name + " has shape " + shapeTuple(tensor.shape()) + ", but the script declares " +
+                          type.str());
+    for (size_t d = 0; d < type.rank(); ++d) {
+      const ir::Dim &dim = type.shape[d];
+      int64_t size = tensor.shape()[d];
+      std::string prefix = name + ": dimension " + std::to_string(d) + " is ";
+      if (dim.isStatic()) {
+        if (size != dim.size)
+          throw ir::UserError(prefix + std::to_string(size) + ", but the script declares " + type.str());
+        continue;
+      }
+      auto [bound, inserted] = symbols.try_emplace(dim.symbol, Binding{size, inputs[i]});
+      if (!inserted && bound->second.size != size)
+        throw ir::UserError(prefix + dim.symbol + "=" + std::to_string(size) + ", but " + dim.symbol + "=" +
+                            std::to_string(bound->second.size) + " from input '" +
+                            bound->second.input->name() + "'");
+    }
+  }
+}
+
+Executor::Executor(const ir::Graph &graph) : graph_(graph) {
+  for (const ir::Node *node : graph.toposort())
+    for (const ir::Value *input : node->inputs())
+      ++uses_[input];
+  for (const ir::Value *output : graph.outputs())
+    ++uses_[output];
+}
+
+const Tensor &Executor::constant(const ir::Value *value) {
+  auto [cached, inserted] = constants_.try_emplace(value);
+  if (inserted) cached->second = Tensor::fromData(value->constant());
+  return cached->second;
+}
+
+std::vector<Tensor> Executor::run(const std::vector<Tensor> &inputs) {
+  TG_ASSERT(inputs.size() == graph_.inputs().size())
+      << inputs.size() << " tensors for " << graph_.inputs().size() << " graph inputs";
+  std::unordered_map<const ir::Value *, Tensor> live;
+  std::unordered_map<const ir::Value *, int> remaining = uses_;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    live[graph_.inputs()[i]] = inputs[i];
+  auto valueOf = [&](const ir::Value *value) -> const Tensor & {
+    if (value->isConstant()) return constant(value);
+    auto found = live.find(value);
+    TG_ASSERT(found != live.end()) << "value " << value->id() << " is used before it is computed";
+    return found->second;
+  };
+
+  for (const ir::Node *node : graph_.toposort()) {
+    std::vector<Tensor> arguments;
+    for (const ir::Value *input : node->inputs())
+      arguments.push_back(valueOf(input));
+    std::vector<ir::TensorType> types;
+    for (const ir::Value *output : node->outputs())
+      types.push_back(output->type());
+    std::vector<Tensor> results;
+    try {
+      results = runOp(node->op(), arguments, types);
+    } catch (ir::UserError &error) {
+      if (!error.loc.known()) error.loc = node->loc();
+      throw;
+    }
+    arguments.clear();
+    // Drop each input after its last use; the buffer goes when no view of it is left.
+    for (const ir::Value *input : node->inputs())
+      if (--remaining[input] == 0) live.erase(input);
+    for (size_t i = 0; i < results.size(); ++i) {
+      const ir::Value *output = node->output(i);
+      TG_ASSERT(results[i].rank() == output->type().rank())
+          << node->op().str() << " computed shape " << shapeTuple(results[i].shape()) << ", but its type is "
+          << output->type().str();
+      if (remaining[output] > 0) live[output] = std::move(results[i]);
+    }
+  }
+
+  std::vector<Tensor> outputs;
+  for (const ir::Value *output : graph_.outputs())
+    outputs.push_back(valueOf(output));
+  return outputs;
+}
+
+} // namespace tg::runtime

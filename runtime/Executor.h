@@ -1,0 +1,35 @@
+// Executor: runs an ir::Graph on the CPU, node by node in topological order, freeing each intermediate as
+// soon as its last client has run.
+#pragma once
+
+#include "ir/Graph.h"
+#include "runtime/Tensor.h"
+
+#include <unordered_map>
+#include <vector>
+
+namespace tg::runtime {
+
+/// Checks that each tensor fits the declared type of its graph input: the same dtype and rank, the static
+/// sizes, and one size for each symbolic dimension across all inputs. Throws UserError naming the input, e.g.
+/// "input 'y': dimension 0 is n=4, but n=5 from input 'X'".
+void checkInputs(const std::vector<ir::Value *> &inputs, const std::vector<Tensor> &tensors);
+
+class Executor {
+public:
+  /// Prepares to run `graph`, which must outlive the executor and not change while it exists.
+  explicit Executor(const ir::Graph &graph);
+
+  /// Evaluates the graph's outputs, in order, from one tensor per graph input (in graph.inputs() order; check
+  /// them with checkInputs first). A UserError from a kernel is rethrown with the failing node's location.
+  std::vector<Tensor> run(const std::vector<Tensor> &inputs);
+
+private:
+  const Tensor &constant(const ir::Value *value);
+
+  const ir::Graph &graph_;
+  std::unordered_map<const ir::Value *, int> uses_; // node inputs and graph outputs reading each value
+  std::unordered_map<const ir::Value *, Tensor> constants_;
+};
+
+} // namespace tg::runtime

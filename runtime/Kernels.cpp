@@ -1,0 +1,89 @@
+// runOp: dispatch from an op to its kernel family, plus the broadcasting helpers the families share.
+#include "runtime/Kernels.h"
+
+#include "ir/SourceLoc.h"
+#include "runtime/KernelSupport.h"
+
+namespace tg::runtime {
+
+using ir::OpKind;
+
+std::vector<int64_t> broadcastShapes(const std::vector<int64_t> &a, const std::vector<int64_t> &b) {
+  size_t rank = std::max(a.size(), b.size());
+  std::vector<int64_t> result(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    // Align from the right, padding the shorter shape with ones.
+    int64_t x = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t y = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (x != y && x != 1 && y != 1)
+      throw ir::UserError("cannot broadcast shapes " + shapeTuple(a) + " and " + shapeTuple(b));
+    result[i] = x == 1 ? y : x;
+  }
+  return result;
+}
+
+std::vector<int64_t> broadcastStrides(const Tensor &tensor, const std::vector<int64_t> &shape) {
+  size_t lead = shape.size() - tensor.rank();
+  std::vector<int64_t> strides(shape.size(), 0);
+  for (size_t i = 0; i < tensor.rank(); ++i)
+    if (tensor.shape()[i] == shape[lead + i]) strides[lead + i] = tensor.strides()[i];
+  return strides;
+}
+
+size_t normalizeAxis(int64_t axis, size_t rank) {
+  int64_t normalized = axis < 0 ? axis + static_cast<int64_t>(rank) : axis;
+  TG_ASSERT(normalized >= 0 && normalized < static_cast<int64_t>(rank))
+      << "axis " << axis << " out of range for rank " << rank;
+  return static_cast<size_t>(normalized);
+}
+
+namespace {
+
+Tensor runKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype) {
+  switch (op.kind()) {
+#define UNARY_OP(Enum, name) case OpKind::Enum:
+#define BINARY_OP(Enum, name) case OpKind::Enum:
+#include "ir/Ops.def"
+  case OpKind::Where:
+  case OpKind::Clip:
+    return elementwiseKernel(op, inputs, dtype);
+#define REDUCE_OP(Enum, name) case OpKind::Enum:
+#include "ir/Ops.def"
+    return reductionKernel(op, inputs[0], dtype);
+#define CREATION_OP(Enum, name, arity) case OpKind::Enum:
+#include "ir/Ops.def"
+    return creationKernel(op, inputs, dtype);
+  case OpKind::Matmul:
+    return matmulKernel(inputs[0], inputs[1], dtype);
+  case OpKind::Transpose:
+  case OpKind::Reshape:
+  case OpKind::BroadcastTo:
+  case OpKind::Slice:
+  case OpKind::Concat:
+  case OpKind::Stack:
+    return shapeKernel(op, inputs);
+  case OpKind::Sort:
+  case OpKind::Argsort:
+  case OpKind::Cumsum:
+    return sortKernel(op, inputs[0], dtype);
+  }
+  TG_ASSERT(false) << "no CPU kernel for " << op.name();
+  return {};
+}
+
+} // namespace
+
+std::vector<Tensor> runOp(const ir::Op &op, const std::vector<Tensor> &inputs,
+                          const std::vector<ir::TensorType> &outputTypes) {
+  int arity = op.info().arity;
+  TG_ASSERT(arity < 0 ? !inputs.empty() : inputs.size() == static_cast<size_t>(arity))
+      << op.name() << " given " << inputs.size() << " inputs";
+  TG_ASSERT(outputTypes.size() == 1) << op.name() << " has one output, not " << outputTypes.size();
+  Tensor result = runKernel(op, inputs, outputTypes[0].dtype);
+  TG_ASSERT(result.dtype() == outputTypes[0].dtype)
+      << op.str() << " computed " << ir::dtypeName(result.dtype()) << ", but its type says "
+      << outputTypes[0].str();
+  return {std::move(result)};
+}
+
+} // namespace tg::runtime

@@ -1,0 +1,19 @@
+// The CPU kernels: one entry point that runs any op of ir/Ops.def on host tensors.
+#pragma once
+
+#include "ir/Op.h"
+#include "runtime/Tensor.h"
+
+#include <vector>
+
+namespace tg::runtime {
+
+/// Runs `op` on `inputs` (actual shapes; any strides) and returns its outputs. `outputTypes` are the node's
+/// static output types: their dtypes are authoritative, their shapes (possibly symbolic) are not used.
+/// Outputs may be views sharing an input's buffer. Throws UserError without a location when the inputs do not
+/// fit at run time (shapes that cannot broadcast, an index out of bounds, ...); a dtype the op does not
+/// accept is a compiler bug.
+std::vector<Tensor> runOp(const ir::Op &op, const std::vector<Tensor> &inputs,
+                          const std::vector<ir::TensorType> &outputTypes);
+
+} // namespace tg::runtime

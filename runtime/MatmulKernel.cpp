@@ -1,0 +1,130 @@
+// matmul with NumPy's semantics: a 1-D left operand is a row vector and a 1-D right operand a column vector
+// (the added axis is dropped from the result), and leading batch axes broadcast. f32 and f64 go through BLAS
+// gemm, one call per batch, reading transposed views in place; integers and bools use plain loops.
+#include "ir/SourceLoc.h"
+#include "runtime/KernelSupport.h"
+#include "runtime/StridedLoop.h"
+
+#include <algorithm>
+#include <array>
+#include <cblas.h>
+
+namespace tg::runtime {
+
+namespace {
+
+/// A matrix operand as gemm reads it: the tensor (its last two axes are the matrix) and how to read them.
+struct GemmOperand {
+  Tensor tensor;
+  CBLAS_TRANSPOSE transpose;
+  int leading;
+};
+
+/// Reads a row-major or column-major last-two-axes layout in place; anything else is copied to C order.
+GemmOperand gemmOperand(const Tensor &matrix) {
+  size_t rank = matrix.rank();
+  int64_t rows = matrix.shape()[rank - 2], cols = matrix.shape()[rank - 1];
+  int64_t rowStride = matrix.strides()[rank - 2], colStride = matrix.strides()[rank - 1];
+  if (colStride == 1 && rowStride >= std::max<int64_t>(1, cols))
+    return {matrix, CblasNoTrans, static_cast<int>(rowStride)};
+  if (rowStride == 1 && colStride >= std::max<int64_t>(1, rows))
+    return {matrix, CblasTrans, static_cast<int>(colStride)};
+  return {matrix.contiguous(), CblasNoTrans, static_cast<int>(std::max<int64_t>(1, cols))};
+}
+
+void gemm(const GemmOperand &a, const GemmOperand &b, float *c, int64_t offsetA, int64_t offsetB, int n,
+          int m, int k) {
+  cblas_sgemm(CblasRowMajor, a.transpose, b.transpose, n, m, k, 1.0f, a.tensor.data<float>() + offsetA,
+              a.leading, b.tensor.data<float>() + offsetB, b.leading, 0.0f, c, std::max(1, m));
+}
+
+void gemm(const GemmOperand &a, const GemmOperand &b, double *c, int64_t offsetA, int64_t offsetB, int n,
+          int m, int k) {
+  cblas_dgemm(CblasRowMajor, a.transpose, b.transpose, n, m, k, 1.0, a.tensor.data<double>() + offsetA,
+              a.leading, b.tensor.data<double>() + offsetB, b.leading, 0.0, c, std::max(1, m));
+}
+
+/// c (n x m, C order) = a (n x k) @ b (k x m), reading a and b through their strides; integers wrap around,
+/// bools compute or-of-ands.
+template <typename T>
+void matmulLoops(const Tensor &a, const Tensor &b, T *c, int64_t offsetA, int64_t offsetB, int64_t n,
+                 int64_t m, int64_t k) {
+  size_t rankA = a.rank(), rankB = b.rank();
+  int64_t rowA = a.strides()[rankA - 2], colA = a.strides()[rankA - 1];
+  int64_t rowB = b.strides()[rankB - 2], colB = b.strides()[rankB - 1];
+  const T *x = a.data<T>() + offsetA;
+  const T *y = b.data<T>() + offsetB;
+  using U = WrappingType<T>;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < m; ++j) {
+      U sum = 0;
+      for (int64_t p = 0; p < k; ++p)
+        sum += static_cast<U>(x[i * rowA + p * colA]) * static_cast<U>(y[p * rowB + j * colB]);
+      c[i * m + j] = static_cast<T>(sum);
+    }
+}
+
+/// The view of a 1-D operand as a matrix: a row vector on the left, a column vector on the right.
+Tensor asMatrix(const Tensor &x, bool left) {
+  if (x.rank() != 1) return x;
+  int64_t size = x.shape()[0];
+  return x.reshaped(left ? std::vector<int64_t>{1, size} : std::vector<int64_t>{size, 1});
+}
+
+} // namespace
+
+Tensor matmulKernel(const Tensor &left, const Tensor &right, ir::DType dtype) {
+  TG_ASSERT(left.rank() >= 1 && right.rank() >= 1 && left.dtype() == right.dtype() && left.dtype() == dtype)
+      << "matmul of " << ir::dtypeName(left.dtype()) << shapeTuple(left.shape()) << " and "
+      << ir::dtypeName(right.dtype()) << shapeTuple(right.shape());
+  Tensor a = asMatrix(left, true), b = asMatrix(right, false);
+  size_t rankA = a.rank(), rankB = b.rank();
+  int64_t n = a.shape()[rankA - 2], k = a.shape()[rankA - 1], m = b.shape()[rankB - 1];
+  if (b.shape()[rankB - 2] != k)
+    throw ir::UserError("matmul: inner dimensions do not match: " + shapeTuple(left.shape()) + " @ " +
+                        shapeTuple(right.shape()));
+
+  std::vector<int64_t> batchA(a.shape().begin(), a.shape().end() - 2),
+      batchB(b.shape().begin(), b.shape().end() - 2);
+  std::vector<int64_t> batch = broadcastShapes(batchA, batchB);
+  std::vector<int64_t> shape = batch;
+  shape.push_back(n);
+  shape.push_back(m);
+  Tensor out = Tensor::empty(dtype, shape);
+
+  // The batch strides of each operand, broadcast over the batch shape.
+  auto batchStrides = [&](const Tensor &x) {
+    std::vector<int64_t> batchShape(x.shape().begin(), x.shape().end() - 2);
+    return broadcastStrides(x.view(batchShape, {x.strides().begin(), x.strides().end() - 2}, x.offset()),
+                            batch);
+  };
+  visitDType(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    T *c = out.data<T>();
+    if (k == 0) std::fill_n(c, out.numElements(), T(0));
+    if (k == 0 || n == 0 || m == 0) return;
+    if constexpr (std::is_floating_point_v<T>) {
+      GemmOperand ga = gemmOperand(a), gb = gemmOperand(b);
+      forEachRow(batch, std::array{batchStrides(ga.tensor), batchStrides(gb.tensor)},
+                 [&](const auto &offsets, const auto &steps, int64_t length) {
+                   for (int64_t i = 0; i < length; ++i, c += n * m)
+                     gemm(ga, gb, c, offsets[0] + i * steps[0], offsets[1] + i * steps[1],
+                          static_cast<int>(n), static_cast<int>(m), static_cast<int>(k));
+                 });
+    } else {
+      forEachRow(batch, std::array{batchStrides(a), batchStrides(b)},
+                 [&](const auto &offsets, const auto &steps, int64_t length) {
+                   for (int64_t i = 0; i < length; ++i, c += n * m)
+                     matmulLoops<T>(a, b, c, offsets[0] + i * steps[0], offsets[1] + i * steps[1], n, m, k);
+                 });
+    }
+  });
+
+  // Drop the axes that 1-D operands added.
+  std::vector<int64_t> resultShape = batch;
+  if (left.rank() > 1) resultShape.push_back(n);
+  if (right.rank() > 1) resultShape.push_back(m);
+  return out.reshaped(resultShape);
+}
+
+} // namespace tg::runtime

@@ -1,0 +1,58 @@
+#include "runtime/Session.h"
+
+#include "ir/Assert.h"
+
+namespace tg::runtime {
+
+Session::Session(const ir::Program &program) : program_(program), executor_(program.graph) {
+  params_ = Executor(program.init).run({});
+  TG_ASSERT(params_.size() == program.params.size())
+      << "init computes " << params_.size() << " values for " << program.params.size() << " params";
+}
+
+std::vector<Tensor> Session::step(const std::map<std::string, Tensor> &inputs) {
+  for (const auto &[name, tensor] : inputs) {
+    bool declared = false;
+    std::string names;
+    for (const ir::Program::Input &input : program_.inputs) {
+      declared = declared || input.name == name;
+      names += (names.empty() ? "" : ", ") + input.name;
+    }
+    if (!declared)
+      throw ir::UserError("unknown input '" + name + "'; " +
+                          (names.empty() ? "the script has no inputs" : "the script's inputs are: " + names));
+  }
+
+  // Graph inputs are the script's inputs, then its params.
+  const std::vector<ir::Value *> &graphInputs = program_.graph.inputs();
+  TG_ASSERT(graphInputs.size() == program_.inputs.size() + params_.size())
+      << "graph inputs are not inputs + params";
+  std::vector<Tensor> tensors;
+  for (const ir::Program::Input &input : program_.inputs) {
+    TG_ASSERT(graphInputs[tensors.size()] == input.value) << "input '" << input.name << "' out of order";
+    auto found = inputs.find(input.name);
+    if (found == inputs.end())
+      throw ir::UserError("missing input '" + input.name + "': pass it with --in " + input.name +
+                          "=FILE.npy");
+    tensors.push_back(found->second);
+  }
+  tensors.insert(tensors.end(), params_.begin(), params_.end());
+  checkInputs(graphInputs, tensors);
+
+  std::vector<Tensor> results = executor_.run(tensors);
+  size_t outputCount = program_.outputs.size();
+  TG_ASSERT(results.size() == outputCount + program_.updates.size())
+      << "graph outputs are not outputs + updates";
+  for (size_t i = 0; i < program_.updates.size(); ++i)
+    params_[program_.updates[i].param] = std::move(results[outputCount + i]);
+  results.resize(outputCount);
+  return results;
+}
+
+const Tensor &Session::param(const std::string &name) const {
+  for (size_t i = 0; i < program_.params.size(); ++i)
+    if (program_.params[i].name == name) return params_[i];
+  throw ir::UserError("unknown param '" + name + "'");
+}
+
+} // namespace tg::runtime

@@ -1,0 +1,33 @@
+// Session: a compiled program with its state. It initializes the params once, then runs steps: each binds the
+// inputs and the params, evaluates the step graph, and applies the updates (all at once, after the step), as
+// a Theano function with shared variables and updates.
+#pragma once
+
+#include "ir/Program.h"
+#include "runtime/Executor.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tg::runtime {
+
+class Session {
+public:
+  /// Evaluates program.init to give every param its initial value. The program must outlive the session.
+  explicit Session(const ir::Program &program);
+
+  /// Runs one step on the named inputs and returns the outputs in program.outputs order. Throws UserError for
+  /// a missing or unknown input name and for an input that does not fit its declared type.
+  std::vector<Tensor> step(const std::map<std::string, Tensor> &inputs);
+
+  /// A param's current value. Throws UserError for an unknown name.
+  const Tensor &param(const std::string &name) const;
+
+private:
+  const ir::Program &program_;
+  Executor executor_;
+  std::vector<Tensor> params_; // in program.params order
+};
+
+} // namespace tg::runtime

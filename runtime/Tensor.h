@@ -1,0 +1,71 @@
+// Tensor: a host array. A handle to a shared, 64-byte aligned buffer plus a strided view of it (dtype, shape,
+// strides in elements, offset), so that transpose, slicing and broadcasting are views without copies.
+// Copies of a Tensor share the buffer; kernels never write into their inputs.
+#pragma once
+
+#include "ir/TensorData.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tg::runtime {
+
+class Tensor {
+public:
+  /// An empty handle with no buffer (a placeholder, not a zero-size array).
+  Tensor() = default;
+
+  /// A C-contiguous tensor with uninitialized elements.
+  static Tensor empty(ir::DType dtype, std::vector<int64_t> shape);
+  /// A C-contiguous copy of `data`.
+  static Tensor fromData(const ir::TensorData &data);
+  /// A C-ordered copy of the elements.
+  ir::TensorData toData() const;
+
+  ir::DType dtype() const { return dtype_; }
+  const std::vector<int64_t> &shape() const { return shape_; }
+  const std::vector<int64_t> &strides() const { return strides_; }
+  int64_t offset() const { return offset_; }
+  size_t rank() const { return shape_.size(); }
+  int64_t numElements() const;
+  bool defined() const { return buffer_ != nullptr; }
+
+  /// True when the elements lie in C order without gaps.
+  bool isContiguous() const;
+  /// This tensor when contiguous, else a contiguous copy.
+  Tensor contiguous() const;
+  /// Another view of the same buffer (strides in elements, offset from the buffer start).
+  Tensor view(std::vector<int64_t> shape, std::vector<int64_t> strides, int64_t offset) const;
+  /// The view with axes reordered: axis i of the result is axis perm[i] of this tensor.
+  Tensor permuted(const std::vector<int64_t> &perm) const;
+  /// The same elements in C order with another shape (of the same element count): a view when contiguous.
+  Tensor reshaped(std::vector<int64_t> shape) const;
+  /// Copies the elements of `source` (same dtype and shape, any strides) into this view.
+  void copyFrom(const Tensor &source) const;
+
+  /// The address of the element at offset(); index it with strides. A handle: constness does not protect the
+  /// elements.
+  void *rawData() const { return buffer_.get() + offset_ * static_cast<int64_t>(ir::dtypeSize(dtype_)); }
+  template <typename T>
+  T *data() const {
+    return static_cast<T *>(rawData());
+  }
+
+  /// C-order strides (in elements) of a contiguous tensor of `shape`.
+  static std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape);
+
+private:
+  std::shared_ptr<std::byte> buffer_;
+  ir::DType dtype_ = ir::DType::F32;
+  std::vector<int64_t> shape_;
+  std::vector<int64_t> strides_;
+  int64_t offset_ = 0;
+};
+
+/// A shape as Python prints a tuple, for messages in NumPy's words: "(3, 4)", "(5,)", "()".
+std::string shapeTuple(const std::vector<int64_t> &shape);
+
+} // namespace tg::runtime

@@ -1,0 +1,252 @@
+// tgc: the command-line driver. Parses arguments, runs the front end, prints or runs the program.
+//
+//   tgc run FILE.tg [--device auto|cpu] [--in NAME=FILE.npy]... [--out NAME=FILE.npy]... [--steps N] [-v]
+//   tgc compile FILE.tg --emit=ast|ir|json|dot [-o FILE]
+//
+// Exit codes: 0 success, 1 a user error in the script or its inputs, 2 bad usage, 3 an internal error.
+#include "frontend/AstPrinter.h"
+#include "frontend/Diagnostics.h"
+#include "frontend/GraphBuilder.h"
+#include "frontend/ModuleLoader.h"
+#include "ir/Npy.h"
+#include "ir/Printers.h"
+#include "runtime/Print.h"
+#include "runtime/Session.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace tg;
+
+constexpr const char *kVersion = "0.1.0";
+
+constexpr const char *kUsage = R"(usage: tgc <command> [options]
+
+commands:
+  run FILE.tg       compile the script and run it
+  compile FILE.tg   compile the script and print a stage of it
+  --help            show this help
+  --version         show the version
+
+run options:
+  --in NAME=FILE.npy    value of input NAME (every input needs one)
+  --out NAME=FILE.npy   save output or param NAME to a .npy file instead of printing it
+  --steps N             run N steps, applying the updates after each (default 1)
+  --device DEVICE       auto or cpu (default auto: cpu, as this build has no device support yet)
+  -v                    say what happens
+
+compile options:
+  --emit=ast|ir|json|dot   what to print (default ir)
+  -o FILE                  write it to FILE instead of standard output
+
+Options taking a value accept both --opt VALUE and --opt=VALUE.
+)";
+
+struct UsageError {
+  std::string message;
+};
+
+struct Options {
+  std::string command;
+  std::string file;
+  std::string emit = "ir";
+  std::string outputFile;
+  std::string device = "auto";
+  std::vector<std::pair<std::string, std::string>> inputs, outputs;
+  long steps = 1;
+  bool verbose = false;
+};
+
+std::pair<std::string, std::string> splitAssignment(const std::string &option, const std::string &value) {
+  size_t equals = value.find('=');
+  if (equals == std::string::npos || equals == 0 || equals + 1 == value.size())
+    throw UsageError{option + " expects NAME=FILE.npy, got '" + value + "'"};
+  return {value.substr(0, equals), value.substr(equals + 1)};
+}
+
+Options parseOptions(int argc, char **argv) {
+  Options options;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty())
+    throw UsageError{"no command given"};
+  options.command = args[0];
+  for (size_t i = 1; i < args.size(); ++i) {
+    std::string arg = args[i];
+    std::optional<std::string> inlineValue;
+    if (arg.rfind("--", 0) == 0 && arg.find('=') != std::string::npos) {
+      inlineValue = arg.substr(arg.find('=') + 1);
+      arg = arg.substr(0, arg.find('='));
+    }
+    auto value = [&]() -> std::string {
+      if (inlineValue)
+        return *inlineValue;
+      if (i + 1 >= args.size())
+        throw UsageError{arg + " needs a value"};
+      return args[++i];
+    };
+    bool forRun = options.command == "run", forCompile = options.command == "compile";
+    if (arg == "--in" && forRun) {
+      options.inputs.push_back(splitAssignment(arg, value()));
+    } else if (arg == "--out" && forRun) {
+      options.outputs.push_back(splitAssignment(arg, value()));
+    } else if (arg == "--steps" && forRun) {
+      std::string text = value();
+      char *end = nullptr;
+      options.steps = std::strtol(text.c_str(), &end, 10);
+      if (text.empty() || *end || options.steps < 0)
+        throw UsageError{"--steps expects a non-negative integer, got '" + text + "'"};
+    } else if (arg == "--device" && (forRun || forCompile)) {
+      options.device = value();
+      if (options.device != "auto" && options.device != "cpu")
+        throw UsageError{"unknown device '" + options.device + "'; this build supports: auto, cpu"};
+    } else if (arg == "--emit" && forCompile) {
+      options.emit = value();
+      if (options.emit != "ast" && options.emit != "ir" && options.emit != "json" && options.emit != "dot")
+        throw UsageError{"unknown --emit value '" + options.emit + "'; expected ast, ir, json or dot"};
+    } else if (arg == "-o" && forCompile) {
+      options.outputFile = value();
+    } else if (arg == "-v" || arg == "--verbose") {
+      options.verbose = true;
+    } else if (arg.size() > 1 && arg[0] == '-') {
+      throw UsageError{"unknown option '" + arg + "' for 'tgc " + options.command + "'"};
+    } else if (options.file.empty()) {
+      options.file = arg;
+    } else {
+      throw UsageError{"unexpected argument '" + arg + "'; give one script"};
+    }
+  }
+  if (options.command != "run" && options.command != "compile")
+    throw UsageError{"unknown command '" + options.command + "'"};
+  if (options.file.empty())
+    throw UsageError{"'tgc " + options.command + "' needs a script, e.g. tgc " + options.command + " x.tg"};
+  return options;
+}
+
+/// Prints `name = value`, continuation lines aligned under the first, as NumPy aligns a repr.
+void printNamed(const std::string &name, const runtime::Tensor &tensor) {
+  std::string prefix = name + " = ";
+  std::string text = runtime::formatArray(tensor);
+  std::cout << prefix;
+  for (char c : text) {
+    std::cout << c;
+    if (c == '\n')
+      std::cout << std::string(prefix.size(), ' ');
+  }
+  std::cout << "\n";
+}
+
+int compile(const Options &options, frontend::DiagnosticEngine &diags) {
+  std::string text;
+  if (options.emit == "ast") {
+    frontend::ModuleLoader loader(diags, {});
+    const frontend::Module *module = loader.loadScript(options.file);
+    if (!module || diags.hasErrors())
+      return 1;
+    text = frontend::printAst(*module);
+  } else {
+    std::unique_ptr<ir::Program> program = frontend::compileScript(options.file, diags);
+    if (!program)
+      return 1;
+    text = options.emit == "ir" ? ir::printIr(*program)
+           : options.emit == "json" ? ir::printJson(*program)
+                                    : ir::printDot(*program);
+  }
+  if (options.outputFile.empty()) {
+    std::cout << text;
+    return 0;
+  }
+  std::ofstream out(options.outputFile, std::ios::binary);
+  out << text;
+  if (!out) {
+    diags.error({}, "cannot write '" + options.outputFile + "'");
+    return 1;
+  }
+  return 0;
+}
+
+int run(const Options &options, frontend::DiagnosticEngine &diags) {
+  std::unique_ptr<ir::Program> program = frontend::compileScript(options.file, diags);
+  if (!program)
+    return 1;
+  if (options.verbose)
+    std::cerr << "tgc: device cpu (" << (options.device == "auto" ? "auto: no device support in this build" : "asked")
+              << ")\n";
+  std::map<std::string, runtime::Tensor> inputs;
+  for (const auto &[name, path] : options.inputs) {
+    if (inputs.count(name))
+      throw ir::UserError("input '" + name + "' is given twice");
+    inputs[name] = runtime::Tensor::fromData(ir::loadNpy(path));
+  }
+  for (const auto &[name, path] : options.outputs) {
+    bool known = false;
+    for (const auto &output : program->outputs)
+      known |= output.name == name;
+    for (const auto &param : program->params)
+      known |= param.name == name;
+    if (!known)
+      throw ir::UserError("--out " + name + ": the script has no output or param named '" + name + "'");
+  }
+  runtime::Session session(*program);
+  std::vector<runtime::Tensor> results;
+  for (long step = 0; step < options.steps; ++step) {
+    results = session.step(inputs);
+    if (options.verbose)
+      std::cerr << "tgc: step " << step + 1 << " done\n";
+  }
+  auto saved = [&](const std::string &name) -> const std::string * {
+    for (const auto &[outName, path] : options.outputs)
+      if (outName == name)
+        return &path;
+    return nullptr;
+  };
+  for (size_t i = 0; i < program->outputs.size() && i < results.size(); ++i) {
+    const std::string &name = program->outputs[i].name;
+    if (const std::string *path = saved(name))
+      ir::saveNpy(*path, results[i].toData());
+    else
+      std::cout.flush(), printNamed(name, results[i]);
+  }
+  for (const auto &param : program->params)
+    if (const std::string *path = saved(param.name))
+      ir::saveNpy(*path, session.param(param.name).toData());
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::ios::sync_with_stdio(false);
+  if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (argc == 2 && std::string(argv[1]) == "--version") {
+    std::cout << "tgc " << kVersion << "\n";
+    return 0;
+  }
+  frontend::DiagnosticEngine diags(std::cerr);
+  try {
+    Options options = parseOptions(argc, argv);
+    return options.command == "run" ? run(options, diags) : compile(options, diags);
+  } catch (const UsageError &error) {
+    std::cerr << "tgc: error: " << error.message << "\n" << "Run 'tgc --help' for usage.\n";
+    return 2;
+  } catch (const ir::UserError &error) {
+    std::cout.flush();
+    diags.report(error);
+    return 1;
+  } catch (const std::bad_alloc &) {
+    std::cerr << "tgc: error: out of memory\n";
+    return 1;
+  } catch (const std::exception &error) {
+    std::cerr << "tgc: internal compiler error: " << error.what() << "\n";
+    return 3;
+  }
+}

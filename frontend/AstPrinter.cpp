@@ -8,27 +8,27 @@
 namespace tg::frontend {
 namespace {
 
-void printExpr(std::ostream &out, const Expr *expr);
+void printExpr(std::ostream &out, const Expr &expr);
 
 /// A range part that may be left out prints as _.
 void printOptional(std::ostream &out, const ExprPtr &expr) {
   if (expr)
-    printExpr(out, expr.get());
+    printExpr(out, *expr);
   else
     out << "_";
 }
 
-void printExpr(std::ostream &out, const Expr *expr) {
-  switch (expr->kind) {
+void printExpr(std::ostream &out, const Expr &expr) {
+  switch (expr.kind) {
   case Expr::Kind::Number:
-    out << expr->as<NumberExpr>()->text;
+    out << expr.as<NumberExpr>()->text;
     return;
   case Expr::Kind::Bool:
-    out << (expr->as<BoolExpr>()->value ? "true" : "false");
+    out << (expr.as<BoolExpr>()->value ? "true" : "false");
     return;
   case Expr::Kind::String:
     out << "\"";
-    for (char c : expr->as<StringExpr>()->value)
+    for (char c : expr.as<StringExpr>()->value)
       out << (c == '"'    ? "\\\""
               : c == '\\' ? "\\\\"
               : c == '\n' ? "\\n"
@@ -37,61 +37,61 @@ void printExpr(std::ostream &out, const Expr *expr) {
     out << "\"";
     return;
   case Expr::Kind::Name:
-    out << expr->as<NameExpr>()->name;
+    out << expr.as<NameExpr>()->name;
     return;
   case Expr::Kind::Member: {
-    const auto *member = expr->as<MemberExpr>();
+    const auto *member = expr.as<MemberExpr>();
     out << member->module << "." << member->name;
     return;
   }
   case Expr::Kind::List:
     out << "(list";
-    for (const ExprPtr &element : expr->as<ListExpr>()->elements) {
+    for (const ExprPtr &element : expr.as<ListExpr>()->elements) {
       out << " ";
-      printExpr(out, element.get());
+      printExpr(out, *element);
     }
     out << ")";
     return;
   case Expr::Kind::Unary: {
-    const auto *unary = expr->as<UnaryExpr>();
+    const auto *unary = expr.as<UnaryExpr>();
     out << "(" << (unary->op == "-" ? "neg" : unary->op == "+" ? "pos" : unary->op) << " ";
-    printExpr(out, unary->operand.get());
+    printExpr(out, *unary->operand);
     out << ")";
     return;
   }
   case Expr::Kind::Binary: {
-    const auto *binary = expr->as<BinaryExpr>();
+    const auto *binary = expr.as<BinaryExpr>();
     out << "(" << binary->op << " ";
-    printExpr(out, binary->lhs.get());
+    printExpr(out, *binary->lhs);
     out << " ";
-    printExpr(out, binary->rhs.get());
+    printExpr(out, *binary->rhs);
     out << ")";
     return;
   }
   case Expr::Kind::Call: {
-    const auto *call = expr->as<CallExpr>();
+    const auto *call = expr.as<CallExpr>();
     out << "(call ";
-    printExpr(out, call->callee.get());
+    printExpr(out, *call->callee);
     for (const ExprPtr &arg : call->args) {
       out << " ";
-      printExpr(out, arg.get());
+      printExpr(out, *arg);
     }
     for (const KeywordArg &keyword : call->keywords) {
       out << " (kw " << keyword.name << " ";
-      printExpr(out, keyword.value.get());
+      printExpr(out, *keyword.value);
       out << ")";
     }
     out << ")";
     return;
   }
   case Expr::Kind::Index: {
-    const auto *index = expr->as<IndexExpr>();
+    const auto *index = expr.as<IndexExpr>();
     out << "(index ";
-    printExpr(out, index->base.get());
+    printExpr(out, *index->base);
     for (const Subscript &subscript : index->subscripts) {
       out << " ";
       if (!subscript.isRange) {
-        printExpr(out, subscript.index.get());
+        printExpr(out, *subscript.index);
         continue;
       }
       out << "(range ";
@@ -100,7 +100,7 @@ void printExpr(std::ostream &out, const Expr *expr) {
       printOptional(out, subscript.stop);
       if (subscript.step) {
         out << " ";
-        printExpr(out, subscript.step.get());
+        printExpr(out, *subscript.step);
       }
       out << ")";
     }
@@ -108,9 +108,9 @@ void printExpr(std::ostream &out, const Expr *expr) {
     return;
   }
   case Expr::Kind::Pinned: {
-    const auto *pinned = expr->as<PinnedExpr>();
+    const auto *pinned = expr.as<PinnedExpr>();
     out << "(@" << pinned->place << " ";
-    printExpr(out, pinned->operand.get());
+    printExpr(out, *pinned->operand);
     out << ")";
     return;
   }
@@ -144,7 +144,7 @@ void printType(std::ostream &out, const TypeExpr &type) {
 void printLet(std::ostream &out, const LetStmt &let) {
   std::string names = joinNames(let.names);
   out << "(let " << (let.names.size() == 1 ? names : "(" + names + ")") << " ";
-  printExpr(out, let.value.get());
+  printExpr(out, *let.value);
   out << ")";
 }
 
@@ -162,7 +162,7 @@ void printStmt(std::ostream &out, const Stmt &stmt) {
       printLet(out, *let);
     }
     out << separator;
-    printExpr(out, def->result.get());
+    printExpr(out, *def->result);
     out << ")";
     return;
   }
@@ -178,7 +178,7 @@ void printStmt(std::ostream &out, const Stmt &stmt) {
     out << "(param " << param->name.name << " ";
     printType(out, param->type);
     out << " ";
-    printExpr(out, param->init.get());
+    printExpr(out, *param->init);
     out << ")";
     return;
   }
@@ -191,7 +191,7 @@ void printStmt(std::ostream &out, const Stmt &stmt) {
   case Stmt::Kind::Update: {
     const auto *update = stmt.as<UpdateStmt>();
     out << "(update " << update->name.name << " ";
-    printExpr(out, update->value.get());
+    printExpr(out, *update->value);
     out << ")";
     return;
   }

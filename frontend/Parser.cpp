@@ -67,14 +67,10 @@ bool isLineEnd(const antlr4::Token *token) {
 
 /// A found token as a message names it: 'foo', end of line.
 std::string describeToken(const antlr4::Token *token) {
-  switch (token->getType()) {
-  case antlr4::Token::EOF:
-    return "end of file";
-  case TgParser::NEWLINE:
-    return "end of line";
-  default:
-    return "'" + token->getText() + "'";
-  }
+  if (token->getType() == antlr4::Token::EOF) return "end of file";
+  if (token->getType() == TgParser::NEWLINE) return "end of line";
+  std::string text = token->getText();
+  return "'" + text + "'";
 }
 
 /// The message for a token that is an error by itself, whatever the parser expected there.
@@ -87,6 +83,7 @@ std::optional<std::string> lexicalError(const antlr4::Token *token) {
   return "unexpected character '" + text + "'";
 }
 
+/// IntervalSet::contains is overloaded for size_t and ssize_t, which makes it ambiguous for token types.
 bool contains(const antlr4::misc::IntervalSet &set, size_t tokenType) {
   return set.contains(tokenType);
 }
@@ -437,7 +434,7 @@ private:
       return node;
     }
     if (auto *stringCtx = dynamic_cast<TgParser::StringExprContext *>(ctx))
-      return string(stringCtx->STRING()->getSymbol());
+      return stringLiteral(stringCtx->STRING()->getSymbol());
     if (auto *listCtx = dynamic_cast<TgParser::ListExprContext *>(ctx)) {
       auto node = make<ListExpr>(listCtx->getStart());
       for (TgParser::ExprContext *element : listCtx->expr())
@@ -479,7 +476,7 @@ private:
   }
 
   /// A STRING token's text between the quotes, with its escapes resolved.
-  ExprPtr string(const antlr4::Token *token) {
+  ExprPtr stringLiteral(const antlr4::Token *token) {
     auto node = make<StringExpr>(token);
     std::string text = token->getText();
     for (size_t i = 1; i + 1 < text.size(); ++i) {

@@ -1,5 +1,6 @@
 #include "ir/Printers.h"
 
+#include <charconv>
 #include <map>
 #include <sstream>
 
@@ -14,24 +15,26 @@ std::string letterId(size_t index) {
   return id;
 }
 
+/// The shortest text that reads back as the same element (f32 elements as f32).
+std::string elementText(const TensorData &data, int64_t index) {
+  char buffer[64];
+  double value = data.get(index);
+  if (data.dtype == DType::Bool)
+    return value ? "true" : "false";
+  std::to_chars_result result = data.dtype == DType::F32
+                                    ? std::to_chars(buffer, buffer + sizeof buffer, static_cast<float>(value))
+                                    : std::to_chars(buffer, buffer + sizeof buffer, value);
+  return std::string(buffer, result.ptr);
+}
+
 std::string constantText(const TensorData &data) {
-  std::ostringstream out;
-  out.precision(9);
+  if (data.shape.empty())
+    return elementText(data, 0);
   int64_t count = data.numElements();
-  if (data.shape.empty()) {
-    if (data.dtype == DType::Bool)
-      out << (data.get(0) ? "true" : "false");
-    else
-      out << data.get(0);
-    return out.str();
-  }
-  out << "[";
+  std::string text = "[";
   for (int64_t i = 0; i < count && i < 6; ++i)
-    out << (i ? " " : "") << data.get(i);
-  if (count > 6)
-    out << " ...";
-  out << "]";
-  return out.str();
+    text += (i ? " " : "") + elementText(data, i);
+  return text + (count > 6 ? " ...]" : "]");
 }
 
 std::string place(const Node &node) { return node.output()->type().place == Place::Device ? "device" : "host"; }
@@ -154,7 +157,7 @@ std::string printJson(const Program &program) {
   }
   out << "],\n  \"nodes\": [";
   const auto &order = graph.toposort();
-  std::map<const Value *, bool> constants;
+  std::map<int, const Value *> constants; // by id, so the order is deterministic
   for (size_t i = 0; i < order.size(); ++i) {
     const Node &node = *order[i];
     out << (i ? "," : "") << "\n    {\"id\": " << i << ", \"op\": " << jsonString(node.op().name())
@@ -163,14 +166,14 @@ std::string printJson(const Program &program) {
     for (size_t j = 0; j < node.inputs().size(); ++j) {
       out << (j ? ", " : "") << node.input(j)->id();
       if (node.input(j)->isConstant())
-        constants[node.input(j)] = true;
+        constants[node.input(j)->id()] = node.input(j);
     }
     out << "], \"outputs\": [" << node.output()->id() << "], \"type\": " << jsonString(node.output()->type().str())
         << ", \"loc\": " << jsonString(node.loc().str()) << "}";
   }
   out << "\n  ],\n  \"constants\": [";
   bool first = true;
-  for (const auto &[value, unused] : constants) {
+  for (const auto &[id, value] : constants) {
     out << (first ? "" : ", ") << "{\"id\": " << value->id() << ", \"type\": " << jsonString(value->type().str())
         << ", \"value\": " << jsonString(constantText(value->constant())) << "}";
     first = false;

@@ -101,6 +101,22 @@ TEST(ParserTest, Literals) {
   EXPECT_DOUBLE_EQ(answer->value, 42.0);
 }
 
+TEST(ParserTest, Strings) {
+  EXPECT_EQ(dumpExpr(R"(load("data/w.npy"))"), R"((call load "data/w.npy"))");
+  ParseResult result = parse(R"(let v = load("a\"b\\c\td"))");
+  ASSERT_NE(result.module, nullptr);
+  const auto *call = result.module->statements[0]->as<LetStmt>()->value->as<CallExpr>();
+  ASSERT_NE(call, nullptr);
+  const auto *path = call->args[0]->as<StringExpr>();
+  ASSERT_NE(path, nullptr);
+  EXPECT_EQ(path->value, "a\"b\\c\td");
+  EXPECT_EQ(path->loc.str(), "t.tg:1:14");
+  EXPECT_NE(errorsOf(R"(let v = load("a\q"))").find("t.tg:1:14: error: unknown escape sequence"),
+            std::string::npos);
+  EXPECT_NE(errorsOf("let v = load(\"x.npy)\n").find("t.tg:1:14: error: unterminated string"),
+            std::string::npos);
+}
+
 TEST(ParserTest, Pins) {
   EXPECT_EQ(dumpExpr("@host argsort(p)"), "(@host (call argsort p))");
   EXPECT_EQ(dumpExpr("@device exp(x) + 1"), "(+ (@device (call exp x)) 1)");
@@ -251,6 +267,20 @@ TEST(ParserTest, ReportsSeveralErrorsPerFile) {
   for (const char *where : {"t.tg:1:", "t.tg:2:", "t.tg:3:", "t.tg:4:"})
     EXPECT_NE(result.diagnostics.find(where), std::string::npos) << where << " missing in\n"
                                                                  << result.diagnostics;
+}
+
+TEST(ParserTest, DeepNestingIsAnErrorNotACrash) {
+  const int depth = 5000; // far beyond the limit
+  EXPECT_NE(errorsOf("let a = " + std::string(depth, '(') + "1" + std::string(depth, ')'))
+                .find("too deeply nested"),
+            std::string::npos);
+  EXPECT_NE(errorsOf("let a = " + std::string(depth, '-') + "1").find("too deeply nested"),
+            std::string::npos);
+  std::string longSum = "let a = 1";
+  for (int i = 0; i < depth; ++i)
+    longSum += "+1";
+  EXPECT_NE(errorsOf(longSum).find("too deeply nested"), std::string::npos);
+  EXPECT_EQ(dumpExpr(std::string(100, '(') + "1" + std::string(100, ')')), "1");
 }
 
 TEST(ParserTest, DefBlockNeedsItsOwnLines) {

@@ -270,8 +270,8 @@ DType GraphBuilder::resultDType(const std::vector<TypedValue> &operands) const {
     else
       weakInt = true;
   }
-  if (!strong)
-    return weakFloat ? DType::F32 : DType::I64;
+  if (!strong) // weak with weak: computed in full precision, and still weak
+    return weakFloat ? DType::F64 : DType::I64;
   // A weak literal yields to the strong operands' kind; it can only raise bool to an integer, or an integer or
   // bool to NumPy's default float.
   if (weakFloat && !ir::isFloat(*strong))
@@ -315,7 +315,7 @@ TypedValue GraphBuilder::applyElementwise(OpKind kind, std::vector<TypedValue> o
     switch (k) {
     case OpKind::Exp: case OpKind::Log: case OpKind::Log1p: case OpKind::Expm1: case OpKind::Sqrt:
     case OpKind::Rsqrt: case OpKind::Sin: case OpKind::Cos: case OpKind::Tanh: case OpKind::Sigmoid:
-    case OpKind::Softplus: case OpKind::Erf: case OpKind::Div: return true;
+    case OpKind::Softplus: case OpKind::Erf: case OpKind::Div: case OpKind::Floor: case OpKind::Ceil: return true;
     default: return false;
     }
   };
@@ -324,14 +324,23 @@ TypedValue GraphBuilder::applyElementwise(OpKind kind, std::vector<TypedValue> o
     weak = false;
   } else if (isFloatOnly(kind) && !ir::isFloat(dtype)) {
     // NumPy computes these in its default float for integer and bool operands.
-    dtype = weak ? DType::F32 : DType::F64;
-  } else if (dtype == DType::Bool && kind != OpKind::Eq && kind != OpKind::Ne && kind != OpKind::Maximum &&
-             kind != OpKind::Minimum && kind != OpKind::Abs) {
-    if (kind == OpKind::Neg || kind == OpKind::Sub || kind == OpKind::Add || kind == OpKind::Mul ||
-        kind == OpKind::Mod || kind == OpKind::Pow || kind == OpKind::Sign || kind == OpKind::Relu ||
-        kind == OpKind::Floor || kind == OpKind::Ceil || kind == OpKind::Round || ir::isComparison(kind))
-      fail(loc, std::string("'") + ir::opName(kind) +
-                    "' is not defined for bool operands; convert them first, e.g. with i64(x)");
+    dtype = DType::F64;
+  } else if (dtype == DType::Bool) {
+    // NumPy's boolean arithmetic: + and maximum are `or`, * and minimum are `and`, abs is the identity;
+    // comparisons order false before true; the rest (NumPy rejects `-` too) needs a conversion first.
+    switch (kind) {
+    case OpKind::Add:
+    case OpKind::Maximum: kind = OpKind::Or; break;
+    case OpKind::Mul:
+    case OpKind::Minimum: kind = OpKind::And; break;
+    case OpKind::Abs: return {operands[0].value, false};
+    case OpKind::Where:
+    case OpKind::Clip: break;
+    default:
+      if (!ir::isComparison(kind))
+        fail(loc, std::string("'") + ir::opName(kind) +
+                      "' is not defined for bool operands; convert them first, e.g. with i64(x)");
+    }
   }
   std::vector<ir::Value *> inputs;
   for (const TypedValue &operand : operands)
@@ -353,7 +362,8 @@ TypedValue GraphBuilder::evaluate(const Expr &expr, const Scope &scope) {
   switch (expr.kind) {
   case Expr::Kind::Number: {
     const auto &number = *expr.as<NumberExpr>();
-    ir::TensorData data = number.isFloat ? ir::TensorData::scalar(DType::F32, number.value)
+    // A weak float keeps its full double value until it meets the dtype it yields to.
+    ir::TensorData data = number.isFloat ? ir::TensorData::scalar(DType::F64, number.value)
                                          : ir::TensorData(DType::I64, {});
     if (!number.isFloat)
       data.data<int64_t>()[0] = number.intValue;
@@ -407,7 +417,7 @@ TypedValue GraphBuilder::evaluateUnary(const UnaryExpr &expr, const Scope &scope
       return literal;
     ir::TensorData data = literal.value->constant();
     if (number->isFloat)
-      data.data<float>()[0] = -data.data<float>()[0];
+      data.data<double>()[0] = -data.data<double>()[0];
     else
       data.data<int64_t>()[0] = -data.data<int64_t>()[0];
     return {graph_->addConstant(std::move(data)), true};

@@ -87,7 +87,7 @@ public:
   ir::Value *convert(TypedValue value, ir::DType dtype, const SourceLoc &loc);
   /// A weak value takes its default dtype (f32 for a float literal, i64 for an integer).
   ir::Value *materialize(TypedValue value, const SourceLoc &loc);
-  /// NumPy's result dtype of several operands with weak-literal rules; nullopt when all are weak.
+  /// NumPy's result dtype of several operands with weak-literal rules (f64 or i64 when all are weak).
   ir::DType resultDType(const std::vector<TypedValue> &operands) const;
   bool allWeak(const std::vector<TypedValue> &operands) const;
   TypedValue apply(ir::Op op, std::vector<ir::Value *> inputs, const SourceLoc &loc);

@@ -240,7 +240,7 @@ TensorData parseNpy(const std::string &bytes, const std::string &nameForErrors) 
   const auto *data = reinterpret_cast<const uint8_t *>(bytes.data()) + dataStart;
   if (header.fortranOrder)
     fortranToC(data, result.bytes.data(), header.shape, elementSize, count);
-  else
+  else if (dataSize > 0)
     std::memcpy(result.bytes.data(), data, static_cast<size_t>(dataSize));
   if (stored.byteSwapped)
     for (size_t i = 0; i < result.bytes.size(); i += elementSize)

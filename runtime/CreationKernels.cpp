@@ -14,8 +14,7 @@ namespace {
 
 /// The element count of arange(start, stop, step), as NumPy: ceil((stop - start) / step), at least 0.
 int64_t arangeLength(const std::vector<double> &scalars) {
-  TG_ASSERT(scalars.size() == 3) << "arange needs start, stop and step";
-  if (scalars[2] == 0) throw ir::UserError("arange: step cannot be zero");
+  TG_ASSERT(scalars.size() == 3 && scalars[2] != 0) << "arange needs start, stop and a nonzero step";
   double length = std::ceil((scalars[1] - scalars[0]) / scalars[2]);
   if (!(length < 0x1p62)) throw ir::UserError("arange: too many elements");
   return length > 0 ? static_cast<int64_t>(length) : 0;
@@ -29,11 +28,8 @@ std::vector<int64_t> creationShape(const ir::Op &op, const std::vector<Tensor> &
   case OpKind::Arange:
     return {arangeLength(op.attrs().scalars)};
   default:
-    break;
+    return op.attrs().shape;
   }
-  for (int64_t size : op.attrs().shape)
-    if (size < 0) throw ir::UserError("negative dimensions are not allowed: " + shapeTuple(op.attrs().shape));
-  return op.attrs().shape;
 }
 
 template <typename T>

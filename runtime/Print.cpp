@@ -44,8 +44,8 @@ std::string cappedDigits(T value, std::chars_format format) {
     text.erase(last + 1, exponent - last - 1);
     exponent = last + 1;
   }
-  if (text.find('.') == std::string::npos) text.insert(exponent, ".");
-  return text;
+  if (text.find('.') != std::string::npos) return text;
+  return text.substr(0, exponent) + '.' + text.substr(exponent);
 }
 
 /// A float in NumPy's array format, fitted to the finite values shown (FloatingFormat.fillFormat).
@@ -93,13 +93,15 @@ public:
       return pad(text, padLeft_ - static_cast<int>(point) + static_cast<int>(text.size())) +
              std::string(fraction_ - (text.size() - point - 1), ' ');
     }
-    std::string text = cappedDigits(value, std::chars_format::scientific);
-    size_t point = text.find('.'), e = text.find('e');
-    std::string mantissa = text.substr(0, e) + std::string(fraction_ - (e - point - 1), '0');
+    // Dragon4 with min_digits: past the shortest digits come the exact value's, so every mantissa has
+    // fraction_ digits, correctly rounded.
+    std::string text = toChars(value, std::chars_format::scientific, fraction_);
+    size_t e = text.find('e');
+    std::string mantissa = text.substr(0, e) + (fraction_ == 0 ? "." : "");
     std::string exponent = text.substr(e + 2);
-    exponent.insert(0, std::max<int>(0, exponentDigits_ - static_cast<int>(exponent.size())), '0');
-    return pad(mantissa, padLeft_ - static_cast<int>(point) + static_cast<int>(mantissa.size())) + "e" +
-           text[e + 1] + exponent;
+    exponent =
+        std::string(std::max<int>(0, exponentDigits_ - static_cast<int>(exponent.size())), '0') + exponent;
+    return pad(mantissa, padLeft_ + 1 + fraction_) + "e" + text[e + 1] + exponent;
   }
 
 private:
@@ -201,7 +203,7 @@ private:
         text += indent + nested(items[k]) + (k + 1 < items.size() ? separator : "");
       }
     }
-    return "[" + text.substr(indent.size()) + "]";
+    return '[' + text.substr(indent.size()) + ']';
   }
 
   std::vector<int64_t> shape_, strides_;

@@ -11,29 +11,13 @@ using ir::OpKind;
 
 namespace {
 
-Tensor transpose(const Tensor &x, const std::vector<int64_t> &axes) {
-  std::vector<int64_t> perm = axes;
-  if (perm.empty()) // transpose(x) reverses the axes
-    for (size_t i = x.rank(); i-- > 0;)
-      perm.push_back(static_cast<int64_t>(i));
-  for (int64_t &axis : perm)
-    axis = static_cast<int64_t>(normalizeAxis(axis, x.rank()));
-  return x.permuted(perm);
-}
-
+/// Type inference has checked the requested shape; with a symbolic input, the element count is checked here.
 Tensor reshape(const Tensor &x, const std::vector<int64_t> &requested) {
   std::vector<int64_t> shape = requested;
+  auto inferred = std::find(shape.begin(), shape.end(), -1);
   int64_t known = 1;
-  auto inferred = shape.end();
-  for (auto it = shape.begin(); it != shape.end(); ++it) {
-    if (*it == -1 && inferred == shape.end())
-      inferred = it;
-    else if (*it < 0)
-      throw ir::UserError("cannot reshape into shape " + shapeTuple(requested) +
-                          ": only one dimension can be -1, and no other may be negative");
-    else
-      known *= *it;
-  }
+  for (int64_t size : shape)
+    known *= size == -1 ? 1 : size;
   int64_t count = x.numElements();
   if (inferred != shape.end() && known != 0 && count % known == 0)
     *inferred = count / known;
@@ -76,8 +60,8 @@ Tensor slice(const Tensor &x, const std::vector<ir::SliceSpec> &slices) {
       offset += index * stride;
       continue;
     }
-    if (spec.step == 0) throw ir::UserError("slice step cannot be zero");
     int64_t step = spec.step;
+    TG_ASSERT(step != 0) << "slice step 0 passed type inference";
     // As CPython's PySlice_AdjustIndices: clamp to [0, size] going forward, to [-1, size - 1] going backward.
     auto clamp = [&](int64_t position) {
       if (position < 0) position += size;
@@ -146,7 +130,7 @@ Tensor shapeKernel(const ir::Op &op, const std::vector<Tensor> &inputs) {
     TG_ASSERT(input.dtype() == inputs[0].dtype()) << op.name() << " of mixed dtypes";
   switch (op.kind()) {
   case OpKind::Transpose:
-    return transpose(inputs[0], attrs.axes);
+    return inputs[0].permuted(attrs.axes);
   case OpKind::Reshape:
     return reshape(inputs[0], attrs.shape);
   case OpKind::BroadcastTo:

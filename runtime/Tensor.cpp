@@ -61,13 +61,13 @@ Tensor Tensor::empty(DType dtype, std::vector<int64_t> shape) {
 
 Tensor Tensor::fromData(const ir::TensorData &data) {
   Tensor tensor = empty(data.dtype, data.shape);
-  std::memcpy(tensor.rawData(), data.bytes.data(), data.bytes.size());
+  if (!data.bytes.empty()) std::memcpy(tensor.rawData(), data.bytes.data(), data.bytes.size());
   return tensor;
 }
 
 ir::TensorData Tensor::toData() const {
   ir::TensorData data(dtype_, shape_);
-  std::memcpy(data.bytes.data(), contiguous().rawData(), data.bytes.size());
+  if (!data.bytes.empty()) std::memcpy(data.bytes.data(), contiguous().rawData(), data.bytes.size());
   return data;
 }
 

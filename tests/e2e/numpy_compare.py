@@ -37,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from types import SimpleNamespace
 
 import numpy as np
@@ -222,6 +223,8 @@ def groups():
         C("sign(ai)", lambda v: np.sign(v.ai)),
         C("relu(ai)", lambda v: np.maximum(v.ai, 0)),
         C("round(ai)", lambda v: np.round(v.ai)),
+        C("floor(ai)", lambda v: np.floor(v.ai)),                   # NumPy 1.24: f64
+        C("ceil(bi)", lambda v: np.ceil(v.bi)),
         # Float-only functions of integers compute in f64, as NumPy does for i32/i64.
         C("exp(ai)", lambda v: np.exp(v.ai), tol=TRANS),
         C("sqrt(pi)", lambda v: np.sqrt(v.pi)),
@@ -233,6 +236,9 @@ def groups():
         C("exp(m)", lambda v: np.exp(v.m.astype(F64)), tol=TRANS),
         C("abs(m)", lambda v: np.abs(v.m)),
         C("maximum(m, n)", lambda v: np.maximum(v.m, v.n)),
+        C("m + n", lambda v: v.m + v.n),                            # NumPy: logical or
+        C("m * n", lambda v: v.m * v.n),                            # NumPy: logical and
+        C("m < n", lambda v: v.m < v.n),
         C("minimum(m, n)", lambda v: np.minimum(v.m, v.n)),
     ]))
 
@@ -265,6 +271,7 @@ def groups():
         C("a - s", lambda v: v.a - v.s),
         C("a ** 2.0", lambda v: v.a ** 2.0),
         C("-a**2", lambda v: -(v.a ** 2)),                    # -x**2 is -(x**2)
+        C("+a - -b", lambda v: v.a + v.b),
         C("pos ** b", lambda v: v.pos ** v.b, tol=TRANS),
         C("pow(pos, c)", lambda v: np.power(v.pos, v.c), tol=TRANS),
         C("2.0 ** a", lambda v: F32(2.0) ** v.a, tol=TRANS),
@@ -329,7 +336,8 @@ def groups():
     # -- NaN and infinities ------------------------------------------------------------------------------------------
     nan, inf = np.nan, np.inf
     v = dict(xn=np.array([1, nan, -2, 0, inf, -inf, 0.5], F64),
-             yn=np.array([nan, 2, 3, nan, 1, -1, -0.5], F64))
+             yn=np.array([nan, 2, 3, nan, 1, -1, -0.5], F64),
+             fn=np.array([-100, -1, -0.0, 0, 89, 100, inf, -inf, nan], F32))
     out.append(Group("nan_inf", inputs=v, cases=[
         C("xn + yn", lambda v: v.xn + v.yn),
         C("xn * 0.0", lambda v: v.xn * 0.0),
@@ -349,6 +357,104 @@ def groups():
         C("bool(xn)", lambda v: v.xn.astype(BOOL)),
         C("sum(xn)", lambda v: np.sum(v.xn)),
         C("max(yn)", lambda v: np.max(v.yn)),
+        C("min(xn)", lambda v: np.min(v.xn)),
+        C("argmax(xn)", lambda v: np.argmax(v.xn)),                 # the first NaN wins, as in NumPy
+        C("sort(xn)", lambda v: np.sort(v.xn)),                     # NaN sorts last
+        C("argsort(xn)", lambda v: stable_argsort(v.xn)),
+        C("relu(xn)", lambda v: np.maximum(v.xn, 0.0)),             # relu(x) = maximum(x, 0): NaN propagates
+        C("round(xn)", lambda v: np.round(v.xn)),
+        C("softplus(xn)", lambda v: np.logaddexp(0.0, v.xn), tol=TRANS),
+        C("erf(xn)", lambda v: erf(v.xn), tol=TRANS),
+        C("exp(fn)", lambda v: np.exp(v.fn), tol=TRANS),            # overflows to inf in f32
+        C("softplus(fn)", lambda v: np.logaddexp(F32(0), v.fn), tol=TRANS),
+        C("sigmoid(fn)", lambda v: sigmoid(v.fn), tol=TRANS),
+        C("tanh(fn)", lambda v: np.tanh(v.fn)),
+        C("sqrt(fn)", lambda v: np.sqrt(v.fn)),
+        C("rsqrt(fn)", lambda v: 1 / np.sqrt(v.fn)),                # rsqrt(0) = inf, rsqrt(-0.0) = -inf
+        C("log1p(fn)", lambda v: np.log1p(v.fn)),                   # log1p(-1) = -inf
+        C("expm1(fn)", lambda v: np.expm1(v.fn), tol=TRANS),        # expm1(-inf) = -1
+        C("fn / 0.0", lambda v: v.fn / F32(0)),
+    ]))
+
+    # -- Weak float literals in f64 arithmetic keep their full precision ---------------------------------------------
+    # (a literal is f32 only when nothing else decides its dtype: `x_f64 * 0.1` multiplies by the double 0.1)
+    rs = np.random.RandomState(11)
+    v = dict(ad=uniform(rs, -5, 5, (6,), F64),
+             ia=integers(rs, -50, 50, (6,)),
+             m=booleans(rs, (6,)))
+    out.append(Group("f64_literals", inputs=v, cases=[
+        C("ad * 0.1", lambda v: v.ad * 0.1),
+        C("ad + 1.1", lambda v: v.ad + 1.1),
+        C("0.3 - ad", lambda v: 0.3 - v.ad),
+        C("ad / 1e-3", lambda v: v.ad / 1e-3),
+        C("ia * 0.1", lambda v: v.ia * 0.1),                        # i32 * weak float -> f64
+        C("m * 0.7", lambda v: v.m * 0.7),
+        C("ia / 3 + 0.2", lambda v: v.ia / 3 + 0.2),
+        C("maximum(ad, 0.1)", lambda v: np.maximum(v.ad, 0.1)),
+        C("where(m, ad, 0.1)", lambda v: np.where(v.m, v.ad, 0.1)),
+        C("clip(ad, -0.3, 0.7)", lambda v: np.clip(v.ad, -0.3, 0.7)),
+        C("ad ** 0.3", lambda v: v.ad ** 0.3, tol=TRANS),                # NaN for negative bases
+        C("ad > 0.1", lambda v: v.ad > 0.1),
+        C("full([3], 0.1, dtype=f64)", lambda v: np.full(3, 0.1, F64)),
+        C("arange(0, 1, 0.1, dtype=f64)", lambda v: np.arange(0, 1, 0.1, dtype=F64)),
+        C("arange(0.5, -0.7, -0.3, dtype=f64)", lambda v: np.arange(0.5, -0.7, -0.3, dtype=F64)),
+    ]))
+
+    # -- 64-bit integers beyond 2**53 stay exact; fixed-width integers wrap as in NumPy ------------------------------
+    v = dict(xl=np.array([2**53 + 1, 2**60 + 3, -2**62 - 1, 123456789012, 2**53], I64),
+             yl=np.array([2**53, 2**60 + 4, -2**62 - 1, 123456789013, 2**53 + 1], I64),
+             ia=np.array([7, -7, 0, -2**31, 2**31 - 1], I32),
+             ib=np.array([0, 3, 0, -1, 0], I32))
+    out.append(Group("int_exact", inputs=v, cases=[
+        C("xl + 1", lambda v: v.xl + 1),
+        C("xl - yl", lambda v: v.xl - v.yl),
+        C("xl * 3", lambda v: v.xl * 3),
+        C("xl % 1000000007", lambda v: np.mod(v.xl, 1000000007)),
+        C("xl == yl", lambda v: v.xl == v.yl),
+        C("xl < yl", lambda v: v.xl < v.yl),
+        C("maximum(xl, yl)", lambda v: np.maximum(v.xl, v.yl)),
+        C("sum(xl)", lambda v: np.sum(v.xl)),
+        C("max(xl)", lambda v: np.max(v.xl)),
+        C("min(yl)", lambda v: np.min(v.yl)),
+        C("argmax(xl - yl)", lambda v: np.argmax(v.xl - v.yl)),
+        C("sort(xl)", lambda v: np.sort(v.xl)),
+        C("argsort(yl)", lambda v: stable_argsort(v.yl)),
+        C("cumsum(xl)", lambda v: np.cumsum(v.xl)),
+        C("where(xl > yl, xl, yl)", lambda v: np.where(v.xl > v.yl, v.xl, v.yl)),
+        C("clip(xl, 0, 1152921504606846977)", lambda v: np.clip(v.xl, 0, 1152921504606846977)),
+        C("full([2], 9007199254740992)", lambda v: np.full(2, 9007199254740992, I64)),  # 2**53: exact
+        C("i32(xl)", lambda v: v.xl.astype(I32)),                  # wraps modulo 2**32
+        C("ia * 1000000000", lambda v: v.ia * 1000000000),         # i32 overflow wraps
+        C("abs(ia)", lambda v: np.abs(v.ia)),                      # abs(-2**31) = -2**31
+        C("-ia", lambda v: -v.ia),
+        C("ia % ib", lambda v: np.mod(v.ia, v.ib)),                # NumPy: x % 0 = 0 (with a warning)
+        C("ia + ia", lambda v: v.ia + v.ia),
+        C("sum(ia)", lambda v: np.sum(v.ia)),                      # i64: no overflow
+    ]))
+
+    # -- Empty arrays and 0-d values ------------------------------------------------------------------------------
+    v = dict(e=np.zeros((4, 0), F32),
+             x=np.arange(8, dtype=F32).reshape(4, 2),
+             s=np.asarray(F64(-1.25)))
+    out.append(Group("empty_and_0d", inputs=v, cases=[
+        C("sum(e, axis=1)", lambda v: np.sum(v.e, axis=1)),
+        C("prod(e, axis=1)", lambda v: np.prod(v.e, axis=1)),
+        C("exp(e) + 1.0", lambda v: np.exp(v.e) + F32(1)),
+        C("x[3:1]", lambda v: v.x[3:1]),
+        C("concat([x[0:0], x], axis=0)", lambda v: np.concatenate([v.x[0:0], v.x])),
+        C("mean(x[0:0], axis=0)", lambda v: np.mean(v.x[0:0], axis=0)),   # 0/0: NaN
+        C("reshape(s, [1])", lambda v: v.s.reshape(1)),
+        C("reshape(x[1, 1], [1, 1])", lambda v: v.x[1, 1].reshape(1, 1)),
+        C("broadcast_to(s, [2, 3])", lambda v: np.broadcast_to(v.s, (2, 3))),
+        C("s * x", lambda v: v.s * v.x.astype(F64)),               # a strong 0-d f64 widens (NEP 50)
+        C("exp(s)", lambda v: np.exp(v.s)),
+        C("sum(s)", lambda v: np.sum(v.s)),
+        C("where(true, s, 0.0)", lambda v: np.asarray(v.s)),
+        C("pow(0.0, 0.0)", lambda v: np.asarray(F32(1))),          # a literal alone is f32
+        C("sqrt(-0.0)", lambda v: np.sqrt(F32(-0.0))),
+        C("2 + 3", lambda v: np.asarray(5, I64)),                  # an integer literal alone is i64
+        C("7 % -2", lambda v: np.asarray(-1, I64)),
+        C("1.5 * 2", lambda v: np.asarray(3, F32)),
     ]))
 
     # -- Casts ---------------------------------------------------------------------------------------------------------
@@ -777,7 +883,8 @@ class Runner:
                         message = "the property check failed: %r" % error
                 else:
                     try:
-                        with np.errstate(all="ignore"):
+                        with np.errstate(all="ignore"), warnings.catch_warnings():
+                            warnings.simplefilter("ignore", RuntimeWarning)      # e.g. the mean of nothing
                             want = np.asarray(case.ref(inputs))
                     except Exception as error:
                         message = "the NumPy reference failed: %r" % error

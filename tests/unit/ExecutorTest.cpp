@@ -1,0 +1,169 @@
+// The executor and sessions on hand-built graphs and programs.
+#include "runtime/Executor.h"
+
+#include "runtime/Session.h"
+
+#include <cmath>
+#include <gtest/gtest.h>
+#include <memory>
+
+namespace {
+
+using tg::ir::Dim;
+using tg::ir::DType;
+using tg::ir::Graph;
+using tg::ir::Op;
+using tg::ir::OpAttrs;
+using tg::ir::OpKind;
+using tg::ir::TensorData;
+using tg::ir::TensorType;
+using tg::ir::UserError;
+using tg::runtime::Tensor;
+
+Tensor f32(std::vector<int64_t> shape, const std::vector<double> &values) {
+  TensorData data(DType::F32, std::move(shape));
+  for (size_t i = 0; i < values.size(); ++i)
+    data.set(static_cast<int64_t>(i), values[i]);
+  return Tensor::fromData(data);
+}
+
+std::vector<double> values(const Tensor &t) {
+  TensorData data = t.toData();
+  std::vector<double> result;
+  for (int64_t i = 0; i < data.numElements(); ++i)
+    result.push_back(data.get(i));
+  return result;
+}
+
+OpAttrs axes(std::vector<int64_t> list) {
+  OpAttrs attrs;
+  attrs.axes = std::move(list);
+  return attrs;
+}
+
+tg::ir::SourceLoc at(int line, int column) {
+  return {std::make_shared<const std::string>("t.tg"), line, column};
+}
+
+TEST(ExecutorTest, EvaluatesAGraph) {
+  // out0 = sum(X @ w + 1, axis 0), out1 = X (an input as an output), out2 = the constant itself.
+  Graph graph;
+  tg::ir::Value *x = graph.addInput({DType::F32, {Dim::named("n"), Dim::of(2)}}, "X");
+  tg::ir::Value *w = graph.addInput({DType::F32, {Dim::of(2)}}, "w");
+  tg::ir::Value *one = graph.addConstant(TensorData::scalar(DType::F32, 1));
+  tg::ir::Value *product = graph.addNode(Op(OpKind::Matmul), {x, w})->output();
+  tg::ir::Value *shifted = graph.addNode(Op(OpKind::Add), {product, one})->output();
+  graph.addOutput(graph.addNode(Op(OpKind::Sum, axes({0})), {shifted})->output());
+  graph.addOutput(x);
+  graph.addOutput(one);
+
+  tg::runtime::Executor executor(graph);
+  for (int run = 0; run < 2; ++run) {
+    std::vector<Tensor> outputs = executor.run({f32({3, 2}, {1, 2, 3, 4, 5, 6}), f32({2}, {1, -1})});
+    ASSERT_EQ(outputs.size(), 3u);
+    EXPECT_EQ(values(outputs[0]), std::vector<double>{0}); // (-1 + 1) * 3
+    EXPECT_EQ(outputs[1].shape(), (std::vector<int64_t>{3, 2}));
+    EXPECT_EQ(values(outputs[2]), std::vector<double>{1});
+  }
+  std::vector<Tensor> outputs = executor.run({f32({1, 2}, {5, 1}), f32({2}, {2, 0})});
+  EXPECT_EQ(values(outputs[0]), std::vector<double>{11});
+}
+
+TEST(ExecutorTest, RunTimeErrorsGetTheNodesLocation) {
+  Graph graph;
+  tg::ir::Value *x = graph.addInput({DType::F32, {Dim::named("n")}}, "x");
+  tg::ir::Value *y = graph.addInput({DType::F32, {Dim::named("m")}}, "y");
+  graph.addOutput(graph.addNode(Op(OpKind::Add), {x, y}, at(3, 9))->output());
+  tg::runtime::Executor executor(graph);
+  try {
+    executor.run({f32({3}, {1, 2, 3}), f32({2}, {1, 2})});
+    FAIL() << "no error";
+  } catch (const UserError &error) {
+    EXPECT_EQ(error.message, "cannot broadcast shapes (3,) and (2,)");
+    EXPECT_EQ(error.loc.str(), "t.tg:3:9");
+  }
+}
+
+/// The message of the UserError that checkInputs throws.
+std::string checkError(const std::vector<tg::ir::Value *> &inputs, const std::vector<Tensor> &tensors) {
+  try {
+    tg::runtime::checkInputs(inputs, tensors);
+  } catch (const UserError &error) {
+    return error.message;
+  }
+  return "(no error)";
+}
+
+TEST(ExecutorTest, ChecksInputsAgainstTheirTypes) {
+  Graph graph;
+  tg::ir::Value *x = graph.addInput({DType::F32, {Dim::named("n"), Dim::of(4)}}, "X");
+  tg::ir::Value *y = graph.addInput({DType::F32, {Dim::named("n")}}, "y");
+  std::vector<tg::ir::Value *> inputs = {x, y};
+  Tensor good = f32({5, 4}, std::vector<double>(20));
+  EXPECT_EQ(checkError(inputs, {good, f32({5}, std::vector<double>(5))}), "(no error)");
+  EXPECT_EQ(checkError(inputs, {good, f32({4}, std::vector<double>(4))}),
+            "input 'y': dimension 0 is n=4, but n=5 from input 'X'");
+  EXPECT_EQ(checkError(inputs, {f32({5, 3}, std::vector<double>(15)), f32({5}, std::vector<double>(5))}),
+            "input 'X': dimension 1 is 3, but the script declares f32[n, 4]");
+  EXPECT_EQ(checkError(inputs, {f32({20}, std::vector<double>(20)), f32({5}, std::vector<double>(5))}),
+            "input 'X' has shape (20,), but the script declares f32[n, 4]");
+  EXPECT_EQ(checkError(inputs, {Tensor::empty(DType::F64, {5, 4}), f32({5}, std::vector<double>(5))}),
+            "input 'X' has dtype f64, but the script declares f32[n, 4]");
+}
+
+/// input X : f32[n]; param w : f32 = full(2.0); output loss = sum(X * w); update w = w + 1.
+std::unique_ptr<tg::ir::Program> counterProgram() {
+  auto program = std::make_unique<tg::ir::Program>();
+  OpAttrs full;
+  full.dtype = DType::F32;
+  full.scalars = {2.0};
+  tg::ir::Value *initial = program->init.addNode(Op(OpKind::Full, full), {})->output();
+  program->init.addOutput(initial);
+
+  Graph &graph = program->graph;
+  tg::ir::Value *x = graph.addInput({DType::F32, {Dim::named("n")}}, "X");
+  tg::ir::Value *w = graph.addInput({DType::F32, {}}, "w");
+  tg::ir::Value *scaled = graph.addNode(Op(OpKind::Mul), {x, w})->output();
+  tg::ir::Value *loss = graph.addNode(Op(OpKind::Sum, axes({0})), {scaled})->output();
+  tg::ir::Value *one = graph.addConstant(TensorData::scalar(DType::F32, 1));
+  tg::ir::Value *next = graph.addNode(Op(OpKind::Add), {w, one})->output();
+  graph.addOutput(loss);
+  graph.addOutput(next);
+  program->inputs.push_back({"X", x, {}});
+  program->params.push_back({"w", w, initial, {}});
+  program->outputs.push_back({"loss", loss});
+  program->updates.push_back({0, next});
+  return program;
+}
+
+TEST(ExecutorTest, SessionAppliesUpdatesAfterEachStep) {
+  auto program = counterProgram();
+  tg::runtime::Session session(*program);
+  EXPECT_EQ(values(session.param("w")), std::vector<double>{2});
+  Tensor x = f32({3}, {1, 2, 3});
+  EXPECT_EQ(values(session.step({{"X", x}})[0]), std::vector<double>{12});
+  EXPECT_EQ(values(session.step({{"X", x}})[0]), std::vector<double>{18});
+  EXPECT_EQ(values(session.param("w")), std::vector<double>{4});
+}
+
+TEST(ExecutorTest, SessionReportsBadInputNames) {
+  auto program = counterProgram();
+  tg::runtime::Session session(*program);
+  auto stepError = [&](const std::map<std::string, Tensor> &inputs) {
+    try {
+      session.step(inputs);
+    } catch (const UserError &error) {
+      return error.message;
+    }
+    return std::string("(no error)");
+  };
+  Tensor x = f32({3}, {1, 2, 3});
+  EXPECT_EQ(stepError({}), "missing input 'X': pass it with --in X=FILE.npy");
+  EXPECT_EQ(stepError({{"X", x}, {"Z", x}}), "unknown input 'Z'; the script's inputs are: X");
+  EXPECT_EQ(stepError({{"X", f32({3, 1}, {1, 2, 3})}}),
+            "input 'X' has shape (3, 1), but the script declares f32[n]");
+  EXPECT_THROW(session.param("q"), UserError);
+  EXPECT_EQ(values(session.param("w")), std::vector<double>{2}); // failed steps change nothing
+}
+
+} // namespace

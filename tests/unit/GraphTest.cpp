@@ -1,0 +1,150 @@
+// The graph IR: construction with type inference, clients, replace/replaceAll, toposort, listeners, verifier.
+#include "ir/Graph.h"
+
+#include <gtest/gtest.h>
+
+namespace tg::ir {
+namespace {
+
+TensorType f32(Shape shape) { return TensorType{DType::F32, std::move(shape), Place::Host}; }
+
+TEST(GraphTest, AddNodeInfersTypeAndRecordsClients) {
+  Graph graph;
+  Value *x = graph.addInput(f32({Dim::named("n"), Dim::of(4)}), "x");
+  Value *y = graph.addInput(f32({Dim::of(4)}), "y");
+  Node *add = graph.addNode(Op(OpKind::Add), {x, y});
+  EXPECT_EQ(add->output()->type().str(), "f32[n, 4]");
+  ASSERT_EQ(x->clients().size(), 1u);
+  EXPECT_EQ(x->clients()[0].node, add);
+  EXPECT_EQ(y->clients()[0].index, 1u);
+}
+
+TEST(GraphTest, AddNodeReportsShapeErrorsWithLocation) {
+  Graph graph;
+  Value *x = graph.addInput(f32({Dim::of(3)}), "x");
+  Value *y = graph.addInput(f32({Dim::of(4)}), "y");
+  SourceLoc loc{std::make_shared<const std::string>("a.tg"), 2, 7};
+  try {
+    graph.addNode(Op(OpKind::Add), {x, y}, loc);
+    FAIL() << "expected a UserError";
+  } catch (const UserError &error) {
+    EXPECT_EQ(error.message, "cannot broadcast f32[3] with f32[4]");
+    EXPECT_EQ(error.loc.str(), "a.tg:2:7");
+  }
+}
+
+TEST(GraphTest, ToposortPutsProducersFirstAndSkipsDeadNodes) {
+  Graph graph;
+  Value *x = graph.addInput(f32({Dim::of(3)}), "x");
+  Node *exp = graph.addNode(Op(OpKind::Exp), {x});
+  Node *dead = graph.addNode(Op(OpKind::Log), {x});
+  Node *neg = graph.addNode(Op(OpKind::Neg), {exp->output()});
+  graph.addOutput(neg->output());
+  std::vector<Node *> order = graph.toposort();
+  ASSERT_EQ(order.size(), 2u);
+  EXPECT_EQ(order[0], exp);
+  EXPECT_EQ(order[1], neg);
+  graph.removeDeadNodes();
+  EXPECT_EQ(graph.nodes().size(), 2u);
+  EXPECT_TRUE(x->clients().size() == 1 && x->clients()[0].node == exp) << "the dead node's use of x is gone";
+  (void)dead;
+}
+
+TEST(GraphTest, ReplaceMovesEveryClientIncludingOutputs) {
+  Graph graph;
+  Value *x = graph.addInput(f32({Dim::of(3)}), "x");
+  Node *exp = graph.addNode(Op(OpKind::Exp), {x});
+  Node *neg = graph.addNode(Op(OpKind::Neg), {exp->output()});
+  graph.addOutput(exp->output());
+  graph.addOutput(neg->output());
+  Node *sin = graph.addNode(Op(OpKind::Sin), {x});
+  graph.replace(exp->output(), sin->output());
+  EXPECT_EQ(neg->input(0), sin->output());
+  EXPECT_EQ(graph.outputs()[0], sin->output());
+  EXPECT_TRUE(exp->output()->clients().empty());
+  EXPECT_EQ(sin->output()->clients().size(), 2u);
+  EXPECT_TRUE(graph.verify().empty());
+  // The cached order is rebuilt after the change.
+  EXPECT_EQ(graph.toposort().front(), sin);
+}
+
+class CountingListener : public GraphListener {
+public:
+  void onNodeAdded(Node *) override { ++added; }
+  void onInputChanged(Node *, size_t, Value *, Value *) override { ++changed; }
+  void onNodeRemoved(Node *) override { ++removed; }
+  int added = 0, changed = 0, removed = 0;
+};
+
+TEST(GraphTest, ReplaceAllNotifiesListenersOfEveryChange) {
+  Graph graph;
+  CountingListener listener;
+  graph.addListener(&listener);
+  Value *x = graph.addInput(f32({Dim::of(3)}), "x");
+  Node *a = graph.addNode(Op(OpKind::Exp), {x});
+  Node *b = graph.addNode(Op(OpKind::Log), {x});
+  Node *sum = graph.addNode(Op(OpKind::Add), {a->output(), b->output()});
+  graph.addOutput(sum->output());
+  Node *c = graph.addNode(Op(OpKind::Sin), {x});
+  Node *d = graph.addNode(Op(OpKind::Cos), {x});
+  graph.replaceAll({{a->output(), c->output()}, {b->output(), d->output()}});
+  EXPECT_EQ(listener.added, 5);
+  EXPECT_EQ(listener.changed, 2);
+  graph.removeDeadNodes();
+  EXPECT_EQ(listener.removed, 2);
+  graph.removeListener(&listener);
+}
+
+TEST(GraphTest, VerifierAcceptsAWellFormedGraph) {
+  Graph graph;
+  Value *x = graph.addInput(TensorType{DType::I32, {Dim::of(2), Dim::of(3)}, Place::Host}, "x");
+  OpAttrs attrs;
+  attrs.axes = {1};
+  Node *sum = graph.addNode(Op(OpKind::Sum, attrs), {x});
+  EXPECT_EQ(sum->output()->type().str(), "i64[2]");
+  graph.addOutput(sum->output());
+  EXPECT_TRUE(graph.verify().empty());
+}
+
+TEST(GraphTest, ConstantsCarryTheirData) {
+  Graph graph;
+  Value *c = graph.addConstant(TensorData::scalar(DType::F64, 2.5));
+  EXPECT_TRUE(c->isConstant());
+  EXPECT_EQ(c->type().str(), "f64");
+  EXPECT_EQ(c->constant().get(0), 2.5);
+}
+
+TEST(TypeTest, BroadcastFollowsNumPyAndKeepsSymbols) {
+  auto shape = broadcastShapes({Dim::of(3), Dim::of(1)}, {Dim::of(4)});
+  ASSERT_TRUE(shape);
+  EXPECT_EQ(shapeString(*shape), "[3, 4]");
+  EXPECT_FALSE(broadcastShapes({Dim::of(3)}, {Dim::of(4)}));
+  shape = broadcastShapes({Dim::named("n"), Dim::of(1)}, {Dim::of(1), Dim::of(5)});
+  ASSERT_TRUE(shape);
+  EXPECT_EQ(shapeString(*shape), "[n, 5]");
+}
+
+TEST(TypeTest, PromotionFollowsNumPy) {
+  EXPECT_EQ(promote(DType::I32, DType::F32), DType::F64);
+  EXPECT_EQ(promote(DType::I32, DType::I64), DType::I64);
+  EXPECT_EQ(promote(DType::Bool, DType::I32), DType::I32);
+  EXPECT_EQ(promote(DType::F32, DType::F64), DType::F64);
+  EXPECT_EQ(promote(DType::F32, DType::F32), DType::F32);
+}
+
+TEST(OpTest, EqualOpsHashEqualAndPrintTheirAttributes) {
+  OpAttrs attrs;
+  attrs.axes = {0, 2};
+  attrs.keepdims = true;
+  Op a(OpKind::Sum, attrs), b(OpKind::Sum, attrs);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a.hash(), b.hash());
+  EXPECT_NE(a, Op(OpKind::Sum));
+  EXPECT_EQ(a.str(), "sum{axes=[0, 2], keepdims}");
+  EXPECT_STREQ(opInfo(OpKind::Sort).name, "sort");
+  EXPECT_FALSE(opInfo(OpKind::Sort).hasDevice);
+  EXPECT_TRUE(opInfo(OpKind::Exp).hasDevice);
+}
+
+} // namespace
+} // namespace tg::ir

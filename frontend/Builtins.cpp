@@ -249,7 +249,8 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     bool isFloat = false;
     attrs.scalars = {staticNumber(args.at(1), scope, "a fill value", &isFloat)};
     // Fill values travel as doubles: refuse the integers a double cannot hold rather than change them.
-    if (!isFloat && std::abs(attrs.scalars[0]) > 9007199254740992.0)
+    constexpr int64_t kExactLimit = int64_t(1) << 53;
+    if (!isFloat && std::abs(staticInt(args.at(1), scope, "a fill value")) > kExactLimit)
       fail(args.at(1).loc, "full(): the fill value is too large to be represented exactly (limit 2**53)");
     DType fallback = args.at(1).as<BoolExpr>() ? DType::Bool : isFloat ? DType::F32 : DType::I64;
     attrs.dtype = dtypeArgument(args.get("dtype"), fallback);

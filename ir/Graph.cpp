@@ -139,13 +139,16 @@ void Graph::replaceUses(Value *old, Value *replacement) {
 
 void Graph::replace(Value *old, Value *replacement) { replaceAll({{old, replacement}}); }
 
+void Graph::substitute(Value *old, Value *replacement) {
+  TG_ASSERT(old->type_.dtype == replacement->type_.dtype && old->type_.rank() == replacement->type_.rank())
+      << "replacement changes the type of value " << old->id_ << " from " << old->type_.str() << " to "
+      << replacement->type_.str();
+  replaceUses(old, replacement);
+}
+
 void Graph::replaceAll(const std::vector<std::pair<Value *, Value *>> &replacements) {
-  for (const auto &[old, replacement] : replacements) {
-    TG_ASSERT(old->type_.dtype == replacement->type_.dtype && old->type_.rank() == replacement->type_.rank())
-        << "replacement changes the type of value " << old->id_ << " from " << old->type_.str() << " to "
-        << replacement->type_.str();
-    replaceUses(old, replacement);
-  }
+  for (const auto &[old, replacement] : replacements)
+    substitute(old, replacement);
   verifyOrDie();
 }
 

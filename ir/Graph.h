@@ -117,6 +117,9 @@ public:
   void replace(Value *old, Value *replacement);
   /// All replacements at once, then one verification (the global lift's single validation).
   void replaceAll(const std::vector<std::pair<Value *, Value *>> &replacements);
+  /// Makes every client of `old` use `replacement`, without verifying: for rewrite drivers that make many small
+  /// changes and verify once at the end. The types must match (asserted).
+  void substitute(Value *old, Value *replacement);
   /// Drops nodes no output depends on.
   void removeDeadNodes();
 

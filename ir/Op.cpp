@@ -4,9 +4,9 @@
 #include "ir/SourceLoc.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <functional>
-#include <sstream>
 
 namespace tg::ir {
 
@@ -26,10 +26,10 @@ std::string listString(const std::vector<int64_t> &values) {
   return text + "]";
 }
 
+/// The shortest text that reads back as `value`.
 std::string numberString(double value) {
-  std::ostringstream out;
-  out << value;
-  return out.str();
+  char buffer[32];
+  return std::string(buffer, std::to_chars(buffer, buffer + sizeof buffer, value).ptr);
 }
 
 Shape staticShape(const std::vector<int64_t> &sizes) {

@@ -83,7 +83,9 @@ private:
   std::map<const Node *, bool> printedNodes_;
 };
 
-std::string jsonString(const std::string &text) {
+} // namespace
+
+std::string jsonQuote(const std::string &text) {
   std::string quoted = "\"";
   for (char c : text) {
     switch (c) {
@@ -104,9 +106,6 @@ std::string jsonString(const std::string &text) {
   return quoted + "\"";
 }
 
-std::string dotString(const std::string &text) { return jsonString(text); }
-
-} // namespace
 
 std::string printIr(const Program &program) {
   std::ostringstream out;
@@ -130,12 +129,12 @@ std::string printIr(const Graph &graph) {
   return out.str();
 }
 
-std::string printJson(const Program &program) {
+std::string printJson(const Program &program, const std::string &profile) {
   const Graph &graph = program.graph;
   std::ostringstream out;
   auto valueRef = [](const Value *value) {
-    return "{\"id\": " + std::to_string(value->id()) + ", \"name\": " + jsonString(value->name()) +
-           ", \"type\": " + jsonString(value->type().str()) + "}";
+    return "{\"id\": " + std::to_string(value->id()) + ", \"name\": " + jsonQuote(value->name()) +
+           ", \"type\": " + jsonQuote(value->type().str()) + "}";
   };
   out << "{\n  \"inputs\": [";
   for (size_t i = 0; i < program.inputs.size(); ++i)
@@ -146,39 +145,42 @@ std::string printJson(const Program &program) {
   out << "],\n  \"outputs\": [";
   for (size_t i = 0; i < program.outputs.size(); ++i) {
     const auto &output = program.outputs[i];
-    out << (i ? ", " : "") << "{\"id\": " << output.value->id() << ", \"name\": " << jsonString(output.name)
-        << ", \"type\": " << jsonString(output.value->type().str()) << "}";
+    out << (i ? ", " : "") << "{\"id\": " << output.value->id() << ", \"name\": " << jsonQuote(output.name)
+        << ", \"type\": " << jsonQuote(output.value->type().str()) << "}";
   }
   out << "],\n  \"updates\": [";
   for (size_t i = 0; i < program.updates.size(); ++i) {
     const auto &update = program.updates[i];
     out << (i ? ", " : "") << "{\"id\": " << update.value->id()
-        << ", \"param\": " << jsonString(program.params[update.param].name) << "}";
+        << ", \"param\": " << jsonQuote(program.params[update.param].name) << "}";
   }
   out << "],\n  \"nodes\": [";
   const auto &order = graph.toposort();
   std::map<int, const Value *> constants; // by id, so the order is deterministic
   for (size_t i = 0; i < order.size(); ++i) {
     const Node &node = *order[i];
-    out << (i ? "," : "") << "\n    {\"id\": " << i << ", \"op\": " << jsonString(node.op().name())
-        << ", \"attrs\": " << jsonString(node.op().attrString()) << ", \"place\": \"" << place(node)
+    out << (i ? "," : "") << "\n    {\"id\": " << i << ", \"op\": " << jsonQuote(node.op().name())
+        << ", \"attrs\": " << jsonQuote(node.op().attrString()) << ", \"place\": \"" << place(node)
         << "\", \"inputs\": [";
     for (size_t j = 0; j < node.inputs().size(); ++j) {
       out << (j ? ", " : "") << node.input(j)->id();
       if (node.input(j)->isConstant())
         constants[node.input(j)->id()] = node.input(j);
     }
-    out << "], \"outputs\": [" << node.output()->id() << "], \"type\": " << jsonString(node.output()->type().str())
-        << ", \"loc\": " << jsonString(node.loc().str()) << "}";
+    out << "], \"outputs\": [" << node.output()->id() << "], \"type\": " << jsonQuote(node.output()->type().str())
+        << ", \"loc\": " << jsonQuote(node.loc().str()) << "}";
   }
   out << "\n  ],\n  \"constants\": [";
   bool first = true;
   for (const auto &[id, value] : constants) {
-    out << (first ? "" : ", ") << "{\"id\": " << value->id() << ", \"type\": " << jsonString(value->type().str())
-        << ", \"value\": " << jsonString(constantText(value->constant())) << "}";
+    out << (first ? "" : ", ") << "{\"id\": " << value->id() << ", \"type\": " << jsonQuote(value->type().str())
+        << ", \"value\": " << jsonQuote(constantText(value->constant())) << "}";
     first = false;
   }
-  out << "]\n}\n";
+  out << "]";
+  if (!profile.empty())
+    out << ",\n  \"profile\": " << profile;
+  out << "\n}\n";
   return out.str();
 }
 
@@ -189,16 +191,16 @@ std::string printDot(const Program &program) {
   std::map<const Value *, std::string> sources;
   for (const auto &input : program.inputs) {
     sources[input.value] = "v" + std::to_string(input.value->id());
-    out << "  " << sources[input.value] << " [shape=ellipse, label=" << dotString(input.name) << "];\n";
+    out << "  " << sources[input.value] << " [shape=ellipse, label=" << jsonQuote(input.name) << "];\n";
   }
   for (const auto &param : program.params) {
     sources[param.value] = "v" + std::to_string(param.value->id());
-    out << "  " << sources[param.value] << " [shape=ellipse, style=bold, label=" << dotString(param.name)
+    out << "  " << sources[param.value] << " [shape=ellipse, style=bold, label=" << jsonQuote(param.name)
         << "];\n";
   }
   for (const Node *node : graph.toposort()) {
     std::string id = "n" + std::to_string(node->id());
-    out << "  " << id << " [shape=box, label=" << dotString(node->op().str())
+    out << "  " << id << " [shape=box, label=" << jsonQuote(node->op().str())
         << (place(*node) == "device" ? ", style=filled, fillcolor=lightblue" : "") << "];\n";
     for (const Value *input : node->inputs()) {
       std::string from;
@@ -209,14 +211,14 @@ std::string printDot(const Program &program) {
       } else {
         from = "c" + std::to_string(input->id());
         sources[input] = from;
-        out << "  " << from << " [shape=note, label=" << dotString(constantText(input->constant())) << "];\n";
+        out << "  " << from << " [shape=note, label=" << jsonQuote(constantText(input->constant())) << "];\n";
       }
-      out << "  " << from << " -> " << id << " [label=" << dotString(input->type().str()) << "];\n";
+      out << "  " << from << " -> " << id << " [label=" << jsonQuote(input->type().str()) << "];\n";
     }
   }
   auto sink = [&](const Value *value, const std::string &label, size_t index) {
     std::string id = "out" + std::to_string(index);
-    out << "  " << id << " [shape=ellipse, style=dashed, label=" << dotString(label) << "];\n";
+    out << "  " << id << " [shape=ellipse, style=dashed, label=" << jsonQuote(label) << "];\n";
     std::string from = value->owner() ? "n" + std::to_string(value->owner()->id()) : sources[value];
     out << "  " << from << " -> " << id << ";\n";
   };

@@ -15,7 +15,11 @@ std::string printIr(const Graph &graph);
 /// The schema of DESIGN.md: {"inputs", "params", "outputs", "updates", "nodes": [{"id", "op", "attrs", "place",
 /// "inputs", "outputs", "type", "loc"}], "constants": [...]}. Value ids are shared by every list; node ids are
 /// positions in topological order.
-std::string printJson(const Program &program);
+/// `profile`, when not empty, is JSON text added as the "profile" member (the optimizer's profile).
+std::string printJson(const Program &program, const std::string &profile = "");
+
+/// `text` as a JSON string literal, quotes and escapes included.
+std::string jsonQuote(const std::string &text);
 
 /// A Graphviz digraph: ops as boxes, inputs as ellipses, constants as notes; edges labelled with types.
 std::string printDot(const Program &program);

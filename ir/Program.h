@@ -36,6 +36,14 @@ struct Program {
   std::vector<Param> params;
   std::vector<Output> outputs;
   std::vector<Update> updates;
+
+  /// Re-reads outputs and updates from `graph` after passes replaced its output values.
+  void syncWithGraph() {
+    for (size_t i = 0; i < outputs.size(); ++i)
+      outputs[i].value = graph.outputs()[i];
+    for (size_t i = 0; i < updates.size(); ++i)
+      updates[i].value = graph.outputs()[outputs.size() + i];
+  }
 };
 
 } // namespace tg::ir

@@ -56,10 +56,14 @@ void fill(OpKind kind, const ir::OpAttrs &attrs, const Tensor &out) {
       data[i * cols + i] = T(1);
     return;
   }
-  case OpKind::Arange:
+  case OpKind::Arange: {
+    // NumPy's fill, for the same last bits: the first two values from double, then first + i * delta in T.
+    T first = castScalar<T>(attrs.scalars[0]);
+    T delta = castScalar<T>(attrs.scalars[0] + attrs.scalars[2]) - first;
     for (int64_t i = 0; i < count; ++i)
-      data[i] = castScalar<T>(attrs.scalars[0] + static_cast<double>(i) * attrs.scalars[2]);
+      data[i] = static_cast<T>(first + static_cast<T>(i) * delta);
     return;
+  }
   case OpKind::Rand:
   case OpKind::Randn:
     if constexpr (std::is_floating_point_v<T>) {

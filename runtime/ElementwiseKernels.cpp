@@ -102,7 +102,7 @@ T intPow(T base, T exponent) {
 
 [[noreturn]] void noKernel(OpKind kind, ir::DType dtype) {
   TG_ASSERT(false) << "no " << ir::opName(kind) << " kernel for " << ir::dtypeName(dtype);
-  std::abort();
+  std::abort(); // not reached: a failed TG_ASSERT exits
 }
 
 template <typename T>

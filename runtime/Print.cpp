@@ -76,7 +76,7 @@ public:
       fraction_ = std::max(fraction_, static_cast<int>(e - point - 1));
       if (exponential_) exponentDigits_ = std::max(exponentDigits_, static_cast<int>(text.size() - e - 2));
     }
-    // Scientific: the fraction is padded with zeros to one width; positional: with spaces.
+    // After the point: the fraction, then in scientific form "e+XX".
     padRight_ = exponential_ ? exponentDigits_ + 2 + fraction_ : fraction_;
     if (finite.size() != values.size()) // room for "nan", "inf", "-inf"
       padLeft_ = std::max({padLeft_, 3 - (padRight_ + 1), 3 + negativeInfinity - (padRight_ + 1)});

@@ -1,7 +1,7 @@
 // tgc: the command-line driver. Parses arguments, runs the front end, prints or runs the program.
 //
 //   tgc run FILE.tg [--device auto|cpu] [--in NAME=FILE.npy]... [--out NAME=FILE.npy]... [--steps N] [-v]
-//   tgc compile FILE.tg --emit=ast|ir|json|dot [-o FILE]
+//   tgc compile FILE.tg --emit=ast|ir|opt|json|dot [-o FILE] [optimizer options]
 //
 // Exit codes: 0 success, 1 a user error in the script or its inputs, 2 bad usage, 3 an internal error.
 #include "frontend/AstPrinter.h"
@@ -10,6 +10,8 @@
 #include "frontend/ModuleLoader.h"
 #include "ir/Npy.h"
 #include "ir/Printers.h"
+#include "opt/Pipeline.h"
+#include "runtime/ConstantEvaluator.h"
 #include "runtime/Print.h"
 #include "runtime/Session.h"
 
@@ -43,8 +45,19 @@ run options:
   -v                    say what happens
 
 compile options:
-  --emit=ast|ir|json|dot   what to print (default ir)
-  -o FILE                  write it to FILE instead of standard output
+  --emit=ast|ir|opt|json|dot   what to print (default ir): ir is the graph as built (or after --stop-after),
+                               opt the optimized graph; json and dot show the optimized graph
+  -o FILE                      write it to FILE instead of standard output
+  --opt-profile                print each pass's time, node counts and rewrites (in the JSON with --emit=json)
+
+optimizer options (compile and run):
+  --stop-after=PASS        run no pass after PASS
+  --print-after=PASS       print the graph after PASS (to standard error)
+  --opt-include=NAME       also run the passes with this name or tag
+  --opt-exclude=NAME       skip the passes with this name or tag
+  --verify-each            verify the graph after every pass
+  -O0                      run no optimization pass
+  passes, in order: merge, constant-fold, canonicalize, stabilize, specialize
 
 Options taking a value accept both --opt VALUE and --opt=VALUE.
 )";
@@ -62,6 +75,9 @@ struct Options {
   std::vector<std::pair<std::string, std::string>> inputs, outputs;
   long steps = 1;
   bool verbose = false;
+  bool optimize = true;
+  bool optProfile = false;
+  opt::OptimizerOptions optimizer;
 };
 
 std::pair<std::string, std::string> splitAssignment(const std::string &option, const std::string &value) {
@@ -108,10 +124,28 @@ Options parseOptions(int argc, char **argv) {
         throw UsageError{"unknown device '" + options.device + "'; this build supports: auto, cpu"};
     } else if (arg == "--emit" && forCompile) {
       options.emit = value();
-      if (options.emit != "ast" && options.emit != "ir" && options.emit != "json" && options.emit != "dot")
-        throw UsageError{"unknown --emit value '" + options.emit + "'; expected ast, ir, json or dot"};
+      if (options.emit != "ast" && options.emit != "ir" && options.emit != "opt" && options.emit != "json" &&
+          options.emit != "dot")
+        throw UsageError{"unknown --emit value '" + options.emit + "'; expected ast, ir, opt, json or dot"};
     } else if (arg == "-o" && forCompile) {
       options.outputFile = value();
+    } else if (arg == "--opt-profile" && forCompile) {
+      options.optProfile = true;
+    } else if (arg == "--stop-after" || arg == "--print-after" || arg == "--opt-include" || arg == "--opt-exclude") {
+      std::string pass = value();
+      if (!opt::isPassOrTag(pass))
+        throw UsageError{"unknown pass '" + pass + "' for " + arg +
+                         "; passes: merge, constant-fold, canonicalize, stabilize, specialize"};
+      if (arg == "--stop-after")
+        options.optimizer.stopAfter = pass;
+      else if (arg == "--print-after")
+        options.optimizer.printAfter = pass;
+      else
+        (arg == "--opt-include" ? options.optimizer.include : options.optimizer.exclude).push_back(pass);
+    } else if (arg == "--verify-each") {
+      options.optimizer.verifyEach = true;
+    } else if (arg == "-O0") {
+      options.optimize = false;
     } else if (arg == "-v" || arg == "--verbose") {
       options.verbose = true;
     } else if (arg.size() > 1 && arg[0] == '-') {
@@ -142,6 +176,16 @@ void printNamed(const std::string &name, const runtime::Tensor &tensor) {
   std::cout << "\n";
 }
 
+/// Runs the optimizer over the program as the options say; returns its profile.
+opt::OptimizerProfile optimizeProgram(ir::Program &program, const Options &options) {
+  if (!options.optimize)
+    return {};
+  opt::OptimizerOptions optimizer = options.optimizer;
+  optimizer.evaluate = runtime::evaluateConstant;
+  optimizer.log = &std::cerr;
+  return opt::optimize(program, optimizer);
+}
+
 int compile(const Options &options, frontend::DiagnosticEngine &diags) {
   std::string text;
   if (options.emit == "ast") {
@@ -154,9 +198,15 @@ int compile(const Options &options, frontend::DiagnosticEngine &diags) {
     std::unique_ptr<ir::Program> program = frontend::compileScript(options.file, diags);
     if (!program)
       return 1;
-    text = options.emit == "ir" ? ir::printIr(*program)
-           : options.emit == "json" ? ir::printJson(*program)
-                                    : ir::printDot(*program);
+    // --emit=ir shows the graph as built, unless a stopping point asks for the graph after it.
+    bool optimize = options.emit != "ir" || !options.optimizer.stopAfter.empty() || options.optProfile;
+    opt::OptimizerProfile profile = optimize ? optimizeProgram(*program, options) : opt::OptimizerProfile{};
+    std::string profileJson = options.optProfile ? opt::profileJson(profile) : "";
+    text = options.emit == "json" ? ir::printJson(*program, profileJson)
+           : options.emit == "dot" ? ir::printDot(*program)
+                                   : ir::printIr(*program);
+    if (options.optProfile && options.emit != "json")
+      std::cerr << opt::formatProfile(profile);
   }
   if (options.outputFile.empty()) {
     std::cout << text;
@@ -175,6 +225,7 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
   std::unique_ptr<ir::Program> program = frontend::compileScript(options.file, diags);
   if (!program)
     return 1;
+  optimizeProgram(*program, options);
   if (options.verbose)
     std::cerr << "tgc: device cpu (" << (options.device == "auto" ? "auto: no device support in this build" : "asked")
               << ")\n";

@@ -454,6 +454,13 @@ TEST(KernelsTest, Creation) {
   expectValues(run(Op(OpKind::Arange, arange), {}), {0, 3, 6, 9});
   arange.scalars = {3, 1, 1};
   expectValues(run(Op(OpKind::Arange, arange), {}), {});
+  // NumPy fills f32 in f32 from the first two values: np.arange(0.3, 7.1, 0.37, dtype=np.float32)[14] is
+  // 5.4800005, where float32(0.3 + 14 * 0.37) would be 5.48.
+  arange.dtype = DType::F32;
+  arange.scalars = {0.3, 7.1, 0.37};
+  Tensor steps = run(Op(OpKind::Arange, arange), {});
+  ASSERT_EQ(steps.numElements(), 19);
+  EXPECT_EQ(steps.data<float>()[14], 5.4800005f);
   Tensor like = run(OpKind::OnesLike, {i32({2, 1}, {7, 8})});
   EXPECT_EQ(like.dtype(), DType::I32);
   expectValues(like, {1, 1});

@@ -1,0 +1,84 @@
+#include "opt/Equilibrium.h"
+
+#include <deque>
+
+namespace tg::opt {
+
+namespace {
+
+/// Queues each node once at a time; nodes added to the graph while rewriting are queued as they appear.
+class Worklist : public ir::GraphListener {
+public:
+  void push(ir::Node *node) {
+    size_t id = static_cast<size_t>(node->id());
+    if (id >= queued_.size())
+      queued_.resize(id + 1, false);
+    if (queued_[id])
+      return;
+    queued_[id] = true;
+    nodes_.push_back(node);
+  }
+  ir::Node *pop() {
+    ir::Node *node = nodes_.front();
+    nodes_.pop_front();
+    queued_[static_cast<size_t>(node->id())] = false;
+    return node;
+  }
+  bool empty() const { return nodes_.empty(); }
+  void onNodeAdded(ir::Node *node) override { push(node); }
+
+private:
+  std::deque<ir::Node *> nodes_;
+  std::vector<bool> queued_;
+};
+
+} // namespace
+
+void rewriteToFixedPoint(RewriteContext &context, const std::vector<RewriteRule> &rules, PassProfile &profile) {
+  ir::Graph &graph = context.graph;
+  std::vector<std::vector<const RewriteRule *>> byKind;
+  for (const RewriteRule &rule : rules) {
+    for (ir::OpKind kind : rule.kinds) {
+      size_t index = static_cast<size_t>(kind);
+      if (index >= byKind.size())
+        byKind.resize(index + 1);
+      byKind[index].push_back(&rule);
+    }
+  }
+  Worklist worklist;
+  for (ir::Node *node : graph.toposort())
+    worklist.push(node);
+  graph.addListener(&worklist);
+  // A rule set that keeps rewriting its own output would loop; stop it and say so.
+  size_t limit = 16 * (graph.toposort().size() + 64), applied = 0;
+  while (!worklist.empty()) {
+    ir::Node *node = worklist.pop();
+    ir::Value *output = node->output();
+    size_t kind = static_cast<size_t>(node->op().kind());
+    if (output->clients().empty() || kind >= byKind.size())
+      continue;
+    for (const RewriteRule *rule : byKind[kind]) {
+      context.current = node;
+      ir::Value *replacement = rule->apply(context, node);
+      context.current = nullptr;
+      if (!replacement || replacement == output)
+        continue;
+      std::vector<ir::Use> clients = output->clients();
+      graph.substitute(output, replacement);
+      ++profile.rewrites[rule->name];
+      for (const ir::Use &use : clients)
+        if (use.node)
+          worklist.push(use.node);
+      ++applied;
+      break;
+    }
+    if (applied > limit) {
+      profile.warnings.push_back("rewrites did not reach a fixed point after " + std::to_string(applied) +
+                                 " applications; stopping");
+      break;
+    }
+  }
+  graph.removeListener(&worklist);
+}
+
+} // namespace tg::opt

@@ -1,0 +1,168 @@
+#include "opt/Pipeline.h"
+
+#include "ir/Printers.h"
+#include "opt/Canonicalize.h"
+#include "opt/ConstantFold.h"
+#include "opt/Equilibrium.h"
+#include "opt/Merge.h"
+#include "opt/Specialize.h"
+#include "opt/Stabilize.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+
+namespace tg::opt {
+
+namespace {
+
+void runMerge(ir::Graph &graph, RewriteContext &, PassProfile &profile) { mergeEquivalent(graph, profile); }
+
+void runConstantFold(ir::Graph &, RewriteContext &context, PassProfile &profile) {
+  rewriteToFixedPoint(context, {constantFoldRule()}, profile);
+}
+
+/// A rewrite set to a fixed point, with constant folding, then merge (rewrites often make equal nodes).
+void runRuleSet(RewriteContext &context, std::vector<RewriteRule> rules, PassProfile &profile) {
+  rules.push_back(constantFoldRule());
+  rewriteToFixedPoint(context, rules, profile);
+  context.graph.removeDeadNodes();
+  mergeEquivalent(context.graph, profile);
+}
+
+void runCanonicalize(ir::Graph &, RewriteContext &context, PassProfile &profile) {
+  runRuleSet(context, canonicalizeRules(), profile);
+}
+void runStabilize(ir::Graph &, RewriteContext &context, PassProfile &profile) {
+  runRuleSet(context, stabilizeRules(), profile);
+}
+void runSpecialize(ir::Graph &, RewriteContext &context, PassProfile &profile) {
+  runRuleSet(context, specializeRules(), profile);
+}
+
+bool selected(const PassInfo &pass, const OptimizerOptions &options) {
+  auto matches = [&](const std::vector<std::string> &query) {
+    for (const std::string &entry : query)
+      if (entry == pass.name || std::count(pass.tags.begin(), pass.tags.end(), entry))
+        return true;
+    return false;
+  };
+  bool byDefault = std::count(pass.tags.begin(), pass.tags.end(), "fast_run") > 0;
+  return (byDefault || matches(options.include)) && !matches(options.exclude);
+}
+
+size_t liveNodes(const ir::Graph &graph) { return graph.toposort().size(); }
+
+} // namespace
+
+const std::vector<PassInfo> &passTable() {
+  static const std::vector<PassInfo> table{
+      {"merge", 0, {"fast_run", "fast_compile", "merge"}, runMerge},
+      {"constant-fold", 0.5, {"fast_run", "fast_compile"}, runConstantFold},
+      {"canonicalize", 1, {"fast_run", "fast_compile", "rewrite"}, runCanonicalize},
+      {"stabilize", 1.5, {"fast_run", "rewrite"}, runStabilize},
+      {"specialize", 2, {"fast_run", "rewrite"}, runSpecialize},
+  };
+  return table;
+}
+
+bool isPassOrTag(const std::string &name) {
+  for (const PassInfo &pass : passTable())
+    if (pass.name == name || std::count(pass.tags.begin(), pass.tags.end(), name))
+      return true;
+  return false;
+}
+
+double OptimizerProfile::seconds() const {
+  double total = 0;
+  for (const PassProfile &pass : passes)
+    total += pass.seconds;
+  return total;
+}
+
+OptimizerProfile optimize(ir::Program &program, const OptimizerOptions &options) {
+  OptimizerProfile profile;
+  ir::Graph &graph = program.graph;
+  RewriteContext context(graph, options.evaluate ? &options.evaluate : nullptr, options.foldLimit);
+#ifndef NDEBUG
+  bool verify = true;
+#else
+  bool verify = options.verifyEach;
+#endif
+  for (const PassInfo &pass : passTable()) {
+    if (!selected(pass, options))
+      continue;
+    PassProfile passProfile;
+    passProfile.name = pass.name;
+    auto start = std::chrono::steady_clock::now();
+    passProfile.nodesBefore = liveNodes(graph);
+    pass.run(graph, context, passProfile);
+    graph.removeDeadNodes();
+    if (verify) {
+      graph.verifyOrDie();
+      ++passProfile.validations;
+    }
+    passProfile.nodesAfter = liveNodes(graph);
+    passProfile.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    program.syncWithGraph();
+    if (options.log) {
+      for (const std::string &warning : passProfile.warnings)
+        *options.log << "tgc: warning: " << pass.name << ": " << warning << "\n";
+      if (options.printAfter == pass.name) {
+        bool changed = passProfile.nodesBefore != passProfile.nodesAfter || !passProfile.rewrites.empty();
+        *options.log << "# after " << pass.name << (changed ? "" : " (unchanged)") << "\n" << ir::printIr(program);
+      }
+    }
+    profile.passes.push_back(std::move(passProfile));
+    if (options.stopAfter == pass.name)
+      break;
+  }
+  if (!verify)
+    graph.verifyOrDie(); // the one validation of a release build
+  return profile;
+}
+
+std::string formatProfile(const OptimizerProfile &profile) {
+  std::ostringstream out;
+  double total = profile.seconds();
+  char line[256];
+  std::snprintf(line, sizeof line, "%-16s %10s %7s %8s %8s %6s  %s\n", "pass", "seconds", "share", "nodes in",
+                "out", "valid", "rewrites");
+  out << line;
+  for (const PassProfile &pass : profile.passes) {
+    size_t applied = 0;
+    for (const auto &[rule, count] : pass.rewrites)
+      applied += count;
+    std::snprintf(line, sizeof line, "%-16s %10.6f %6.1f%% %8zu %8zu %6zu  %zu\n", pass.name.c_str(), pass.seconds,
+                  total > 0 ? 100 * pass.seconds / total : 0.0, pass.nodesBefore, pass.nodesAfter, pass.validations,
+                  applied);
+    out << line;
+    for (const auto &[rule, count] : pass.rewrites)
+      out << "    " << count << "  " << rule << "\n";
+  }
+  std::snprintf(line, sizeof line, "%-16s %10.6f\n", "total", total);
+  out << line;
+  return out.str();
+}
+
+std::string profileJson(const OptimizerProfile &profile) {
+  std::ostringstream out;
+  out << "{\"passes\": [";
+  for (size_t i = 0; i < profile.passes.size(); ++i) {
+    const PassProfile &pass = profile.passes[i];
+    out << (i ? ", " : "") << "{\"name\": " << ir::jsonQuote(pass.name) << ", \"seconds\": " << pass.seconds
+        << ", \"nodes_before\": " << pass.nodesBefore << ", \"nodes_after\": " << pass.nodesAfter
+        << ", \"validations\": " << pass.validations << ", \"rewrites\": {";
+    bool first = true;
+    for (const auto &[rule, count] : pass.rewrites) {
+      out << (first ? "" : ", ") << ir::jsonQuote(rule) << ": " << count;
+      first = false;
+    }
+    out << "}}";
+  }
+  out << "], \"seconds\": " << profile.seconds() << "}";
+  return out.str();
+}
+
+} // namespace tg::opt

@@ -1,0 +1,52 @@
+// The optimizer database (Theano's optdb): one ordered table of named passes with positions and tags, selected
+// by include/exclude queries and run in order, each timed and profiled. DESIGN.md lists the passes.
+#pragma once
+
+#include "ir/Program.h"
+#include "opt/Rewrite.h"
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace tg::opt {
+
+struct OptimizerOptions {
+  std::vector<std::string> include; // pass names or tags added to the default selection (tag fast_run)
+  std::vector<std::string> exclude; // pass names or tags removed from it
+  std::string printAfter;           // print the graph after this pass to `log`
+  std::string stopAfter;            // run no pass after this one
+  bool verifyEach = false;          // verify the graph after every pass (always done in debug builds)
+  ConstantEvaluator evaluate;       // how constant folding computes; empty: no folding
+  int64_t foldLimit = 1 << 16;      // the most elements a folded constant may have
+  std::ostream *log = nullptr;      // where --print-after and warnings go
+};
+
+struct OptimizerProfile {
+  std::vector<PassProfile> passes;
+  double seconds() const;
+};
+
+struct PassInfo {
+  const char *name;
+  double position;
+  std::vector<std::string> tags;
+  void (*run)(ir::Graph &graph, RewriteContext &context, PassProfile &profile);
+};
+
+/// Every pass, in position order.
+const std::vector<PassInfo> &passTable();
+/// Whether `name` names a pass or a tag of one (for checking --stop-after and friends).
+bool isPassOrTag(const std::string &name);
+
+/// Runs the selected passes over `program.graph` in order, removing dead nodes after each, and keeps the
+/// program's outputs and updates pointing at the rewritten values. Afterwards the graph verifies.
+OptimizerProfile optimize(ir::Program &program, const OptimizerOptions &options);
+
+/// The --opt-profile table: per pass seconds, share of the total, nodes before/after, validations, and the
+/// rewrites applied by rule name.
+std::string formatProfile(const OptimizerProfile &profile);
+/// {"passes": [{"name", "seconds", "nodes_before", "nodes_after", "validations", "rewrites": {...}}]}
+std::string profileJson(const OptimizerProfile &profile);
+
+} // namespace tg::opt

@@ -1,0 +1,62 @@
+// Local rewrites as data: a rule names the math it does, declares the op kinds it matches, and maps a node to
+// a replacement for its output (or nothing). Rule sets are plain vectors; one driver applies them
+// (Equilibrium.h). The helpers here are what rules use to inspect and build graphs.
+#pragma once
+
+#include "ir/Graph.h"
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tg::opt {
+
+/// How constant folding computes an op on constant operands (the runtime's kernels, injected by the driver so
+/// that opt/ does not depend on runtime/). Returns nullopt when the op cannot be folded.
+using ConstantEvaluator =
+    std::function<std::optional<ir::TensorData>(const ir::Op &, const std::vector<const ir::TensorData *> &)>;
+
+/// What one pass did, for --opt-profile.
+struct PassProfile {
+  std::string name;
+  double seconds = 0;
+  size_t nodesBefore = 0, nodesAfter = 0;
+  std::map<std::string, size_t> rewrites; // applications by rule name
+  size_t validations = 0;
+  std::vector<std::string> warnings;
+};
+
+/// The graph being rewritten and the tools rules build with. New nodes take the location of the node being
+/// rewritten, so errors found later still point at the user's code.
+class RewriteContext {
+public:
+  RewriteContext(ir::Graph &graph, const ConstantEvaluator *evaluate, int64_t foldLimit)
+      : graph(graph), evaluate(evaluate), foldLimit(foldLimit) {}
+
+  ir::Graph &graph;
+  const ConstantEvaluator *evaluate; // null: no constant folding
+  int64_t foldLimit;                 // the most elements a folded constant may have
+  const ir::Node *current = nullptr; // the node being rewritten
+
+  /// Adds a node at the current node's location.
+  ir::Value *make(ir::OpKind kind, std::vector<ir::Value *> inputs, ir::OpAttrs attrs = {});
+  /// A 0-d constant of `dtype`.
+  ir::Value *constant(double value, ir::DType dtype);
+  /// The value every element of a constant has, if they are all equal.
+  static std::optional<double> uniformValue(const ir::Value *value);
+  static bool isConstantEqualTo(const ir::Value *value, double expected);
+  /// `value` if it can replace `node`'s output as it is (same dtype and shape), else nullptr.
+  static ir::Value *ifSameType(const ir::Node *node, ir::Value *value);
+  /// The node computing `value` when it is of `kind`, else nullptr.
+  static ir::Node *producer(const ir::Value *value, ir::OpKind kind);
+};
+
+struct RewriteRule {
+  const char *name;                 // the math: "mul(x, 1) -> x"
+  std::vector<ir::OpKind> kinds;    // the op kinds it matches
+  std::function<ir::Value *(RewriteContext &, ir::Node *)> apply; // a replacement for node->output(), or null
+};
+
+} // namespace tg::opt

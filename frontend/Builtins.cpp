@@ -82,7 +82,7 @@ const std::map<std::string, OpKind> kReductions{
 const std::set<std::string> kOthers{"where", "clip", "f32", "f64", "i32", "i64", "bool", "matmul",
                                     "transpose", "reshape", "broadcast_to", "concat", "stack", "zeros",
                                     "ones", "full", "eye", "arange", "rand", "randn", "zeros_like",
-                                    "ones_like", "sort", "argsort", "cumsum", "load"};
+                                    "ones_like", "sort", "argsort", "cumsum", "load", "grad"};
 
 std::string listString(const std::vector<int64_t> &values) {
   std::string text = "[";
@@ -323,6 +323,13 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     }
     OpKind kind = name == "sort" ? OpKind::Sort : name == "argsort" ? OpKind::Argsort : OpKind::Cumsum;
     return apply(Op(kind, attrs), {x}, loc);
+  }
+  if (name == "grad") {
+    std::vector<TypedValue> results = gradients(call, scope);
+    if (results.size() != 1)
+      fail(loc, "grad(...) returns " + std::to_string(results.size()) +
+                    " values here; unpack them with let, e.g. let ga, gb = grad(cost, a, b)");
+    return results[0];
   }
   if (name == "load") {
     Arguments args(name, {{"path"}, 1}, call, *this);

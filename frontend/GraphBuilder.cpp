@@ -1,6 +1,7 @@
 #include "frontend/GraphBuilder.h"
 
 #include "ir/Assert.h"
+#include "ir/Gradient.h"
 
 #include <algorithm>
 
@@ -156,16 +157,7 @@ void GraphBuilder::statement(const Stmt &stmt, ModuleScope &module, bool isScrip
       scriptOnly("let");
       const auto &let = *stmt.as<LetStmt>();
       try {
-        if (let.names.size() != 1)
-          fail(let.names[1].loc, "cannot unpack one value into " + std::to_string(let.names.size()) + " names");
-        TypedValue value = evaluateTensor(*let.value, module.scope, "a 'let'");
-        if (value.value->name().empty() && value.value->owner())
-          value.value->setName(let.names[0].name);
-        Binding binding;
-        binding.kind = Binding::Kind::Tensor;
-        binding.tensor = value;
-        binding.graph = graph_;
-        declare(module.scope, let.names[0], binding);
+        bindLet(let, module.scope);
       } catch (...) {
         // Later uses of these names would only repeat this error.
         for (const Identifier &name : let.names)
@@ -250,6 +242,54 @@ void GraphBuilder::importModule(const ImportStmt &stmt, ModuleScope &module) {
   binding.kind = Binding::Kind::Module;
   binding.module = &imported;
   declare(module.scope, stmt.module, binding);
+}
+
+void GraphBuilder::bindLet(const LetStmt &let, Scope &scope) {
+  std::vector<TypedValue> values = evaluateValues(*let.value, scope);
+  if (values.size() != let.names.size()) {
+    size_t extra = std::min(values.size(), let.names.size() - 1);
+    if (values.size() == 1)
+      fail(let.names[extra].loc, "cannot unpack one value into " + std::to_string(let.names.size()) + " names");
+    fail(values.size() < let.names.size() ? let.names[extra].loc : let.value->loc,
+         "grad returns " + std::to_string(values.size()) + " values, but " + std::to_string(let.names.size()) +
+             (let.names.size() == 1 ? " name is" : " names are") + " given");
+  }
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i].value->name().empty() && values[i].value->owner())
+      values[i].value->setName(let.names[i].name);
+    Binding binding;
+    binding.kind = Binding::Kind::Tensor;
+    binding.tensor = values[i];
+    binding.graph = graph_;
+    declare(scope, let.names[i], binding);
+  }
+}
+
+std::vector<TypedValue> GraphBuilder::evaluateValues(const Expr &expr, const Scope &scope) {
+  if (const auto *call = expr.as<CallExpr>())
+    if (const auto *callee = call->callee->as<NameExpr>(); callee && callee->name == "grad" && !scope.find("grad"))
+      return gradients(*call, scope);
+  return {evaluateTensor(expr, scope, "a 'let'")};
+}
+
+std::vector<TypedValue> GraphBuilder::gradients(const CallExpr &call, const Scope &scope) {
+  if (!call.keywords.empty())
+    fail(call.keywords[0].loc, "grad() takes no keyword arguments");
+  if (call.args.size() < 2)
+    fail(call.loc, "grad() needs a cost and at least one value to differentiate with respect to, e.g. "
+                   "grad(loss, w, b)");
+  ir::Value *cost = materialize(evaluateTensor(*call.args[0], scope, "a cost"), call.args[0]->loc);
+  std::vector<ir::Value *> wrt;
+  for (size_t i = 1; i < call.args.size(); ++i) {
+    TypedValue value = evaluateTensor(*call.args[i], scope, "grad");
+    if (value.weak || value.value->isConstant())
+      fail(call.args[i]->loc, "grad: cannot differentiate with respect to a constant");
+    wrt.push_back(value.value);
+  }
+  std::vector<TypedValue> results;
+  for (ir::Value *gradient : ir::grad(*graph_, cost, wrt, call.loc))
+    results.push_back({gradient, false});
+  return results;
 }
 
 // ---- Typing helpers ------------------------------------------------------------------------------------------
@@ -558,18 +598,8 @@ TypedValue GraphBuilder::callFunction(const Binding &function, const CallExpr &c
     std::vector<const DefStmt *> &stack;
     ~PopOnExit() { stack.pop_back(); }
   } pop{callStack_};
-  for (const auto &let : def.body) {
-    if (let->names.size() != 1)
-      fail(let->names[1].loc, "cannot unpack one value into " + std::to_string(let->names.size()) + " names");
-    Binding binding;
-    binding.kind = Binding::Kind::Tensor;
-    binding.tensor = evaluateTensor(*let->value, body, "a 'let'");
-    binding.graph = graph_;
-    if (body.findLocal(let->names[0].name))
-      fail(let->names[0].loc, "'" + let->names[0].name + "' is already defined");
-    binding.loc = let->names[0].loc;
-    body.bind(let->names[0].name, binding);
-  }
+  for (const auto &let : def.body)
+    bindLet(*let, body);
   return evaluateTensor(*def.result, body, "a function result");
 }
 

@@ -96,6 +96,8 @@ public:
 
   // Builtin functions (Builtins.cpp). Returns nullopt when `name` is not a builtin.
   std::optional<TypedValue> callBuiltin(const std::string &name, const CallExpr &call, const Scope &scope);
+  /// grad(cost, wrt...): one gradient per wrt (Gradient.h builds them into the current graph).
+  std::vector<TypedValue> gradients(const CallExpr &call, const Scope &scope);
   static bool isBuiltin(const std::string &name);
 
   [[noreturn]] void fail(const SourceLoc &loc, const std::string &message);
@@ -104,6 +106,10 @@ private:
   void statement(const Stmt &stmt, ModuleScope &module, bool isScript);
   void importModule(const ImportStmt &stmt, ModuleScope &module);
   void declare(Scope &scope, const Identifier &id, Binding binding);
+  /// `let a, b = expr`: evaluates expr and binds each name in `scope`.
+  void bindLet(const LetStmt &let, Scope &scope);
+  /// The values of the right side of a let: one, or one per `wrt` for grad(cost, wrt...).
+  std::vector<TypedValue> evaluateValues(const Expr &expr, const Scope &scope);
   ir::TensorType declaredType(const TypeExpr &type, bool isParam);
   TypedValue callFunction(const Binding &function, const CallExpr &call, const Scope &scope);
   TypedValue evaluateName(const NameExpr &expr, const Scope &scope);

@@ -1,5 +1,5 @@
-// Symbolic reverse-mode differentiation, Theano's `grad`: new nodes in the same graph compute the gradient of a
-// scalar cost with respect to chosen values.
+// Symbolic reverse-mode differentiation, Theano's `grad`: new nodes in the same graph compute the gradient of
+// a scalar cost with respect to chosen values.
 //
 //   forward (only nodes on a path wrt -> cost)      reverse walk (reverse topological order)
 //
@@ -17,18 +17,19 @@
 
 namespace tg::ir {
 
-/// Adds to `graph` the nodes that compute d(cost)/d(w) for each w in `wrt`, and returns those values in order.
+/// Adds to `graph` the nodes that compute d(cost)/d(w) for each w in `wrt`, and returns those values in
+/// order.
 ///
-/// Preconditions (each a UserError at `loc` when broken): `cost` is a 0-d float value of `graph`; every w is a
-/// float value of `graph` (usually a graph input or param; any value the cost depends on works).
+/// Preconditions (each a UserError at `loc` when broken): `cost` is a 0-d float value of `graph`; every w is
+/// a float value of `graph` (usually a graph input or param; any value the cost depends on works).
 ///
 /// Postconditions:
 /// - result[i] has wrt[i]'s dtype and rank, and its shape at run time; a symbolic dimension may print under
 ///   another name (reshape and concat derive new ones). The graph's inputs and outputs are unchanged; the new
 ///   nodes carry the location of the forward node they differentiate, so later errors point at user code.
 /// - A w the cost does not depend on (or reaches only through integer values, floor/ceil/round/sign or
-///   zeros_like/ones_like) gets zeros: a `zeros` node when its shape is static, else `zeros_like(w)` (Theano's
-///   disconnected_inputs='ignore').
+///   zeros_like/ones_like) gets zeros: a `zeros` node when its shape is static, else `zeros_like(w)`
+///   (Theano's disconnected_inputs='ignore').
 /// - Building the gradient twice gives identical graphs (the walk never iterates a hash table).
 ///
 /// Rules worth knowing (Theano's unless said otherwise):
@@ -37,16 +38,19 @@ namespace tg::ir {
 /// - maximum/minimum: the gradient goes to the operand equal to the result; on a tie, all of it to the first.
 /// - max/min reductions: every position equal to the result gets the whole gradient (ties each get it).
 /// - clip(x, lo, hi): x gets it where lo <= x <= hi (inclusive), lo where x < lo, hi where x > hi.
-/// - prod: exact at zeros (prod / x where a group has no zero; at the only zero of a group, the product of the
+/// - prod: exact at zeros (prod / x where a group has no zero; at the only zero of a group, the product of
+/// the
 ///   others; 0 elsewhere), not the naive prod / x.
 /// - pow(a, b): d/db = a**b * log(a), so NaN for a <= 0.
 /// - where: to a and b by the condition, none to the condition. Comparisons, argmax and the like carry none.
 /// - reshape back to the input's shape needs at most one symbolic dimension (it becomes -1); otherwise, and
-///   likewise for cumsum without an axis, a UserError "grad: reshape of a symbolic shape is not differentiable yet".
+///   likewise for cumsum without an axis, a UserError "grad: reshape of a symbolic shape is not
+///   differentiable yet".
 /// - slice: the gradient is placed between zeros with concat; bounds of any sign work, on symbolic dimensions
 ///   too. Steps other than 1 (and -1 over a whole axis) are a UserError.
 /// - concat: the gradient is sliced; at most one input may have a symbolic size along the axis.
-/// - cumsum: the reversed cumsum of the reversed gradient. sort: a UserError at the sort (it would need a gather).
+/// - cumsum: the reversed cumsum of the reversed gradient. sort: a UserError at the sort (it would need a
+/// gather).
 std::vector<Value *> grad(Graph &graph, Value *cost, const std::vector<Value *> &wrt, const SourceLoc &loc);
 
 } // namespace tg::ir

@@ -41,6 +41,7 @@ run options:
   --in NAME=FILE.npy    value of input NAME (every input needs one)
   --out NAME=FILE.npy   save output or param NAME to a .npy file instead of printing it
   --steps N             run N steps, applying the updates after each (default 1)
+  --print-every K       also print the outputs after every K-th step, as "step N: name = value"
   --device DEVICE       auto or cpu (default auto: cpu, as this build has no device support yet)
   -v                    say what happens
 
@@ -74,6 +75,7 @@ struct Options {
   std::string device = "auto";
   std::vector<std::pair<std::string, std::string>> inputs, outputs;
   long steps = 1;
+  long printEvery = 0;
   bool verbose = false;
   bool optimize = true;
   bool optProfile = false;
@@ -112,12 +114,13 @@ Options parseOptions(int argc, char **argv) {
       options.inputs.push_back(splitAssignment(arg, value()));
     } else if (arg == "--out" && forRun) {
       options.outputs.push_back(splitAssignment(arg, value()));
-    } else if (arg == "--steps" && forRun) {
+    } else if ((arg == "--steps" || arg == "--print-every") && forRun) {
       std::string text = value();
       char *end = nullptr;
-      options.steps = std::strtol(text.c_str(), &end, 10);
-      if (text.empty() || *end || options.steps < 0)
-        throw UsageError{"--steps expects a non-negative integer, got '" + text + "'"};
+      long count = std::strtol(text.c_str(), &end, 10);
+      if (text.empty() || *end || count < 0)
+        throw UsageError{arg + " expects a non-negative integer, got '" + text + "'"};
+      (arg == "--steps" ? options.steps : options.printEvery) = count;
     } else if (arg == "--device" && (forRun || forCompile)) {
       options.device = value();
       if (options.device != "auto" && options.device != "cpu")
@@ -246,10 +249,11 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
   }
   runtime::Session session(*program);
   std::vector<runtime::Tensor> results;
-  for (long step = 0; step < options.steps; ++step) {
+  for (long step = 1; step <= options.steps; ++step) {
     results = session.step(inputs);
-    if (options.verbose)
-      std::cerr << "tgc: step " << step + 1 << " done\n";
+    if (options.printEvery > 0 && step % options.printEvery == 0)
+      for (size_t i = 0; i < program->outputs.size(); ++i)
+        printNamed("step " + std::to_string(step) + ": " + program->outputs[i].name, results[i]);
   }
   auto saved = [&](const std::string &name) -> const std::string * {
     for (const auto &[outName, path] : options.outputs)
@@ -262,7 +266,7 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
     if (const std::string *path = saved(name))
       ir::saveNpy(*path, results[i].toData());
     else
-      std::cout.flush(), printNamed(name, results[i]);
+      printNamed(name, results[i]);
   }
   for (const auto &param : program->params)
     if (const std::string *path = saved(param.name))

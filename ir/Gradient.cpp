@@ -117,7 +117,7 @@ private:
   Value *reductionGradient(const Node &node, Value *g);
   std::pair<Value *, Value *> matmulGradients(Value *a, Value *b, Value *g, const std::vector<bool> &wanted);
   Value *sliceGradient(Value *g, Value *x, const std::vector<SliceSpec> &slices);
-  std::vector<SliceSpec> concatPieces(const Node &node);
+  std::vector<SliceSpec> joinedPieces(const Node &node);
 
   Graph &graph_;
   SourceLoc loc_;
@@ -209,7 +209,7 @@ Value *GradientBuilder::zerosOfSlices(Value *x, const std::vector<std::vector<Sl
 /// Scatters the gradient of x[slices] back into zeros of x's shape, one sliced axis at a time: an index gets
 /// its axis back, then zeros go before and after along the axis. The zeros are shaped like slices of x, which
 /// always partition the axis (for start' <= stop' after Python's clamping; an empty slice has g of size 0):
-///   before = x[:start][:stop] when stop >= 0, x[:start] when stop < 0
+///   before = x[:start][:stop] when stop >= 0, x[:start] when stop < 0 (or 0 <= start <= stop)
 ///   after  = x[stop:]         when stop >= 0, x[start:][stop:] when stop < 0
 Value *GradientBuilder::sliceGradient(Value *g, Value *x, const std::vector<SliceSpec> &slices) {
   // The other axes of the zeros match g: axes already done have x's size, later ones are still sliced.
@@ -229,8 +229,7 @@ Value *GradientBuilder::sliceGradient(Value *g, Value *x, const std::vector<Slic
     }
     if (spec.step != 1)
       throw UserError("grad: the slice " + spec.str() +
-                          " is not differentiable yet (only steps 1 and -1 over a "
-                          "whole axis are)",
+                          " is not differentiable yet (only steps 1, and -1 over a whole axis, are)",
                       loc_);
     auto restWith = [&](SliceSpec piece) {
       std::vector<SliceSpec> sliced = rest;
@@ -241,7 +240,8 @@ Value *GradientBuilder::sliceGradient(Value *g, Value *x, const std::vector<Slic
     bool stopFromEnd = spec.hasStop && spec.stop < 0;
     if (spec.hasStart) {
       std::vector<std::vector<SliceSpec>> chain{restWith(range({}, spec.start))};
-      if (spec.hasStop && !stopFromEnd) chain.push_back(onAxis(axis, range({}, spec.stop)));
+      if (spec.hasStop && !stopFromEnd && (spec.start < 0 || spec.start > spec.stop))
+        chain.push_back(onAxis(axis, range({}, spec.stop)));
       parts.push_back(zerosOfSlices(x, chain));
     }
     parts.push_back(g);
@@ -257,11 +257,20 @@ Value *GradientBuilder::sliceGradient(Value *g, Value *x, const std::vector<Slic
   return g;
 }
 
-/// Where each input lies along the concat axis, as a slice: offsets count from the front up to the input
-/// whose size along the axis is symbolic and from the back after it, so one such input is fine.
-std::vector<SliceSpec> GradientBuilder::concatPieces(const Node &node) {
+/// Where each input of a concat or stack lies along the axis, as a slice of the output: index i for stack;
+/// for concat, offsets count from the front up to the input whose size along the axis is symbolic and from
+/// the back after it, so one such input is fine.
+std::vector<SliceSpec> GradientBuilder::joinedPieces(const Node &node) {
   size_t axis = static_cast<size_t>(node.op().attrs().axes.at(0));
   const auto &inputs = node.inputs();
+  std::vector<SliceSpec> pieces(inputs.size());
+  if (node.op().kind() == OpKind::Stack) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      pieces[i].isIndex = true;
+      pieces[i].start = static_cast<int64_t>(i);
+    }
+    return pieces;
+  }
   size_t symbolic = inputs.size();
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i]->type().shape[axis].isStatic()) continue;
@@ -272,19 +281,17 @@ std::vector<SliceSpec> GradientBuilder::concatPieces(const Node &node) {
     symbolic = i;
   }
   auto sizeOf = [&](size_t i) { return inputs[i]->type().shape[axis].size; };
-  std::vector<SliceSpec> pieces;
   int64_t front = 0, back = 0;
   for (size_t i = symbolic + 1; i < inputs.size(); ++i)
     back += sizeOf(i);
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (i < symbolic) {
-      pieces.push_back(range(front, front + sizeOf(i)));
+      pieces[i] = range(front, front + sizeOf(i));
       front += sizeOf(i);
     } else if (i == symbolic) {
-      pieces.push_back(range(front, back ? std::optional<int64_t>(-back) : std::nullopt));
+      pieces[i] = range(front, back ? std::optional<int64_t>(-back) : std::nullopt);
     } else {
-      pieces.push_back(
-          range(-back, back > sizeOf(i) ? std::optional<int64_t>(sizeOf(i) - back) : std::nullopt));
+      pieces[i] = range(-back, back > sizeOf(i) ? std::optional<int64_t>(sizeOf(i) - back) : std::nullopt);
       back -= sizeOf(i);
     }
   }
@@ -318,7 +325,11 @@ std::pair<Value *, Value *> GradientBuilder::matmulGradients(Value *a, Value *b,
 Value *GradientBuilder::reductionGradient(const Node &node, Value *g) {
   Value *x = node.input(0);
   const OpAttrs &attrs = node.op().attrs();
-  auto keepdims = [&](Value *v) { return attrs.keepdims ? v : insertAxes(v, attrs.axes); };
+  // Leading reduced axes need no size-1 axis: broadcasting adds them (a full reduction's 0-d g stays 0-d).
+  std::vector<int64_t> inner;
+  for (size_t i = 0; i < attrs.axes.size(); ++i)
+    if (attrs.axes[i] != static_cast<int64_t>(i)) inner.push_back(attrs.axes[i]);
+  auto keepdims = [&](Value *v) { return attrs.keepdims ? v : insertAxes(v, inner); };
   switch (node.op().kind()) {
   case OpKind::Sum:
     return broadcastLike(keepdims(g), x);
@@ -392,8 +403,8 @@ std::vector<Value *> GradientBuilder::inputGradients(const Node &node, Value *g,
     set(0, [&] { return div(g, mul(y, scalar(2))); });
     break;
   case OpKind::Rsqrt:
-    set(0, [&] { return mul(g, mul(scalar(-0.5), div(y, x))); });
-    break; // -x**-1.5 / 2
+    set(0, [&] { return mul(g, mul(scalar(-0.5), div(y, x))); }); // -x**-1.5 / 2 = -y / 2x
+    break;
   case OpKind::Sin:
     set(0, [&] { return mul(g, unary(OpKind::Cos, x)); });
     break;
@@ -502,25 +513,17 @@ std::vector<Value *> GradientBuilder::inputGradients(const Node &node, Value *g,
     set(0, [&] { return reshapeLike(g, x); });
     break;
   case OpKind::BroadcastTo:
-    set(0, [&] { return g; });
-    break; // sumToShape does the work
+    set(0, [&] { return g; }); // sumToShape does the work
+    break;
   case OpKind::Slice:
     set(0, [&] { return sliceGradient(g, x, node.op().attrs().slices); });
     break;
   case OpKind::Concat:
   case OpKind::Stack: {
-    // Input i is a slice of the output (stack: index i along the new axis).
     size_t axis = static_cast<size_t>(node.op().attrs().axes.at(0));
-    std::vector<SliceSpec> pieces =
-        node.op().kind() == OpKind::Concat ? concatPieces(node) : std::vector<SliceSpec>{};
-    for (size_t i = 0; i < in.size(); ++i) {
-      if (node.op().kind() == OpKind::Stack) {
-        pieces.emplace_back();
-        pieces[i].isIndex = true;
-        pieces[i].start = static_cast<int64_t>(i);
-      }
+    std::vector<SliceSpec> pieces = joinedPieces(node);
+    for (size_t i = 0; i < in.size(); ++i)
       set(i, [&] { return apply(OpKind::Slice, {g}, sliceAttrs(onAxis(axis, pieces[i]))); });
-    }
     break;
   }
   case OpKind::Cumsum: {

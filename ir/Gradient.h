@@ -38,9 +38,8 @@ namespace tg::ir {
 /// - maximum/minimum: the gradient goes to the operand equal to the result; on a tie, all of it to the first.
 /// - max/min reductions: every position equal to the result gets the whole gradient (ties each get it).
 /// - clip(x, lo, hi): x gets it where lo <= x <= hi (inclusive), lo where x < lo, hi where x > hi.
-/// - prod: exact at zeros (prod / x where a group has no zero; at the only zero of a group, the product of
-/// the
-///   others; 0 elsewhere), not the naive prod / x.
+/// - prod: exact at zeros, not the naive prod / x: prod / x in a group without zeros; at the only zero of a
+///   group, the product of the others; 0 elsewhere.
 /// - pow(a, b): d/db = a**b * log(a), so NaN for a <= 0.
 /// - where: to a and b by the condition, none to the condition. Comparisons, argmax and the like carry none.
 /// - reshape back to the input's shape needs at most one symbolic dimension (it becomes -1); otherwise, and
@@ -49,8 +48,8 @@ namespace tg::ir {
 /// - slice: the gradient is placed between zeros with concat; bounds of any sign work, on symbolic dimensions
 ///   too. Steps other than 1 (and -1 over a whole axis) are a UserError.
 /// - concat: the gradient is sliced; at most one input may have a symbolic size along the axis.
-/// - cumsum: the reversed cumsum of the reversed gradient. sort: a UserError at the sort (it would need a
-/// gather).
+/// - cumsum: the reversed cumsum of the reversed gradient.
+/// - sort: a UserError at the sort (its gradient would need a gather op).
 std::vector<Value *> grad(Graph &graph, Value *cost, const std::vector<Value *> &wrt, const SourceLoc &loc);
 
 } // namespace tg::ir

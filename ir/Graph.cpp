@@ -154,17 +154,25 @@ void Graph::replaceAll(const std::vector<std::pair<Value *, Value *>> &replaceme
 
 void Graph::removeDeadNodes() {
   std::unordered_set<const Node *> reachable(toposort().begin(), toposort().end());
+  std::vector<Node *> dead;
+  std::unordered_set<Value *> touched;
   for (auto &node : nodes_) {
     if (!node->alive_ || reachable.count(node.get()))
       continue;
     node->alive_ = false;
-    for (size_t i = 0; i < node->inputs_.size(); ++i) {
-      auto &uses = node->inputs_[i]->clients_;
-      uses.erase(std::remove(uses.begin(), uses.end(), Use{node.get(), i}), uses.end());
-    }
-    for (GraphListener *listener : listeners_)
-      listener->onNodeRemoved(node.get());
+    dead.push_back(node.get());
+    touched.insert(node->inputs_.begin(), node->inputs_.end());
   }
+  // One filtering pass per value: a value with many dead clients (a shared constant) costs its client count
+  // once, not once per dead client.
+  for (Value *value : touched) {
+    auto &uses = value->clients_;
+    uses.erase(std::remove_if(uses.begin(), uses.end(), [](const Use &use) { return use.node && !use.node->alive_; }),
+               uses.end());
+  }
+  for (Node *node : dead)
+    for (GraphListener *listener : listeners_)
+      listener->onNodeRemoved(node);
 }
 
 void Graph::removeListener(GraphListener *listener) {

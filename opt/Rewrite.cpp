@@ -34,6 +34,52 @@ ir::Value *RewriteContext::ifSameType(const ir::Node *node, ir::Value *value) {
   return have.dtype == want.dtype && have.shape == want.shape && have.place == want.place ? value : nullptr;
 }
 
+ir::Value *RewriteContext::makeSameType(const ir::Node *node, ir::OpKind kind, std::vector<ir::Value *> inputs,
+                                         ir::OpAttrs attrs) {
+  ir::Op op(kind, std::move(attrs));
+  std::vector<ir::TensorType> types;
+  for (const ir::Value *input : inputs)
+    types.push_back(input->type());
+  try {
+    if (ir::inferType(op, types) != node->output()->type())
+      return nullptr;
+  } catch (const ir::UserError &) {
+    return nullptr;
+  }
+  return make(kind, std::move(inputs), op.attrs());
+}
+
+ir::Value *RewriteContext::broadcastLike(const ir::Node *node, ir::Value *value) {
+  if (ifSameType(node, value))
+    return value;
+  const ir::TensorType &want = node->output()->type();
+  if (!want.staticNumElements())
+    return nullptr;
+  ir::OpAttrs attrs;
+  for (const ir::Dim &dim : want.shape)
+    attrs.shape.push_back(dim.size);
+  return makeSameType(node, ir::OpKind::BroadcastTo, {value}, std::move(attrs));
+}
+
+ir::Value *RewriteContext::fill(const ir::Node *node, double value, ir::Value *like) {
+  const ir::TensorType &want = node->output()->type();
+  if (want.staticNumElements()) {
+    ir::OpAttrs attrs;
+    attrs.dtype = want.dtype;
+    for (const ir::Dim &dim : want.shape)
+      attrs.shape.push_back(dim.size);
+    ir::OpKind kind = ir::OpKind::Full;
+    if (value == 0 || value == 1)
+      kind = value == 0 ? ir::OpKind::Zeros : ir::OpKind::Ones;
+    else
+      attrs.scalars = {value};
+    return makeSameType(node, kind, {}, std::move(attrs));
+  }
+  if ((value != 0 && value != 1) || !like || !ifSameType(node, like))
+    return nullptr;
+  return make(value == 0 ? ir::OpKind::ZerosLike : ir::OpKind::OnesLike, {like});
+}
+
 ir::Node *RewriteContext::producer(const ir::Value *value, ir::OpKind kind) {
   ir::Node *owner = value->owner();
   return owner && owner->op().kind() == kind ? owner : nullptr;

@@ -49,6 +49,16 @@ public:
   static bool isConstantEqualTo(const ir::Value *value, double expected);
   /// `value` if it can replace `node`'s output as it is (same dtype and shape), else nullptr.
   static ir::Value *ifSameType(const ir::Node *node, ir::Value *value);
+  /// A node of `kind` on `inputs`, added only when its output type is `node`'s output type (dtype, shape and
+  /// place); nullptr otherwise, adding nothing. The operands must have the dtypes the op requires.
+  ir::Value *makeSameType(const ir::Node *node, ir::OpKind kind, std::vector<ir::Value *> inputs,
+                          ir::OpAttrs attrs = {});
+  /// `value` made to replace `node`'s output: itself when the types match, or broadcast_to the output's shape
+  /// when only broadcasting differs and that shape is static; nullptr otherwise.
+  ir::Value *broadcastLike(const ir::Node *node, ir::Value *value);
+  /// A value of `node`'s output type with every element `value`: a creation op when the shape is static, else
+  /// zeros_like/ones_like(like) for 0 and 1 when `like` has the output's type; nullptr otherwise.
+  ir::Value *fill(const ir::Node *node, double value, ir::Value *like);
   /// The node computing `value` when it is of `kind`, else nullptr.
   static ir::Node *producer(const ir::Value *value, ir::OpKind kind);
 };

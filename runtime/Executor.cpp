@@ -7,7 +7,8 @@
 
 namespace tg::runtime {
 
-void checkInputs(const std::vector<ir::Value *> &inputs, const std::vector<Tensor> &tensors) {
+void checkInputs(const std::vector<ir::Value *> &inputs, const std::vector<Tensor> &tensors,
+                 const std::vector<ir::SourceLoc> &declarations) {
   TG_ASSERT(inputs.size() == tensors.size())
       << tensors.size() << " tensors for " << inputs.size() << " inputs";
   struct Binding {
@@ -19,26 +20,27 @@ void checkInputs(const std::vector<ir::Value *> &inputs, const std::vector<Tenso
     const ir::TensorType &type = inputs[i]->type();
     const Tensor &tensor = tensors[i];
     std::string name = "input '" + inputs[i]->name() + "'";
+    ir::SourceLoc loc = i < declarations.size() ? declarations[i] : ir::SourceLoc{};
     if (tensor.dtype() != type.dtype)
       throw ir::UserError(name + " has dtype " + ir::dtypeName(tensor.dtype()) +
-                          ", but the script declares " + type.str());
+                          ", but the script declares " + type.str(), loc);
     if (tensor.rank() != type.rank())
       throw ir::UserError(name + " has shape " + shapeTuple(tensor.shape()) + ", but the script declares " +
-                          type.str());
+                          type.str(), loc);
     for (size_t d = 0; d < type.rank(); ++d) {
       const ir::Dim &dim = type.shape[d];
       int64_t size = tensor.shape()[d];
       std::string prefix = name + ": dimension " + std::to_string(d) + " is ";
       if (dim.isStatic()) {
         if (size != dim.size)
-          throw ir::UserError(prefix + std::to_string(size) + ", but the script declares " + type.str());
+          throw ir::UserError(prefix + std::to_string(size) + ", but the script declares " + type.str(), loc);
         continue;
       }
       auto [bound, inserted] = symbols.try_emplace(dim.symbol, Binding{size, inputs[i]});
       if (!inserted && bound->second.size != size)
         throw ir::UserError(prefix + dim.symbol + "=" + std::to_string(size) + ", but " + dim.symbol + "=" +
                             std::to_string(bound->second.size) + " from input '" +
-                            bound->second.input->name() + "'");
+                            bound->second.input->name() + "'", loc);
     }
   }
 }

@@ -13,7 +13,8 @@ namespace tg::runtime {
 /// Checks that each tensor fits the declared type of its graph input: the same dtype and rank, the static
 /// sizes, and one size for each symbolic dimension across all inputs. Throws UserError naming the input, e.g.
 /// "input 'y': dimension 0 is n=4, but n=5 from input 'X'".
-void checkInputs(const std::vector<ir::Value *> &inputs, const std::vector<Tensor> &tensors);
+void checkInputs(const std::vector<ir::Value *> &inputs, const std::vector<Tensor> &tensors,
+                 const std::vector<ir::SourceLoc> &declarations = {});
 
 class Executor {
 public:

@@ -32,12 +32,15 @@ std::vector<Tensor> Session::step(const std::map<std::string, Tensor> &inputs) {
     TG_ASSERT(graphInputs[tensors.size()] == input.value) << "input '" << input.name << "' out of order";
     auto found = inputs.find(input.name);
     if (found == inputs.end())
-      throw ir::UserError("missing input '" + input.name + "': pass it with --in " + input.name +
-                          "=FILE.npy");
+      throw ir::UserError("missing input '" + input.name + "': pass it with --in " + input.name + "=FILE.npy",
+                          input.loc);
     tensors.push_back(found->second);
   }
   tensors.insert(tensors.end(), params_.begin(), params_.end());
-  checkInputs(graphInputs, tensors);
+  std::vector<ir::SourceLoc> declarations;
+  for (const ir::Program::Input &input : program_.inputs)
+    declarations.push_back(input.loc);
+  checkInputs(graphInputs, tensors, declarations);
 
   std::vector<Tensor> results = executor_.run(tensors);
   size_t outputCount = program_.outputs.size();

@@ -147,7 +147,7 @@ using Build = std::function<Value *(Graph &, const std::vector<Value *> &)>;
 std::vector<Value *> addInputs(Graph &graph, const std::vector<Arg> &args) {
   std::vector<Value *> inputs;
   for (size_t i = 0; i < args.size(); ++i)
-    inputs.push_back(graph.addInput(args[i].type, "x" + std::to_string(i)));
+    inputs.push_back(graph.addInput(args[i].type, std::string("x").append(std::to_string(i))));
   return inputs;
 }
 
@@ -332,7 +332,7 @@ TEST_F(GradientTest, ShapeOnlyAndIntegerPathsCarryNoGradient) {
   expectGradientsMatch({arg({3, 4})}, [](Graph &graph, const std::vector<Value *> &x) {
     Value *product = op(graph, OpKind::Mul, {x[0], op(graph, OpKind::OnesLike, {x[0]})});
     Value *shifted = op(graph, OpKind::Add, {product, op(graph, OpKind::ZerosLike, {x[0]})});
-    Value *position = op(graph, OpKind::Argmax, {x[0]}, axes({1}));
+    Value *position = op(graph, OpKind::Argmax, {x[0]}, axes({1}, true));
     return op(graph, OpKind::Add, {shifted, op(graph, OpKind::Cast, {position}, dtype(DType::F64))});
   });
 }
@@ -600,7 +600,7 @@ TEST_F(GradientTest, NonDifferentiableOpsOnThePathAreReportedAtTheOp) {
   Value *strided = graph.addNode(Op(OpKind::Slice, stepTwo), {x}, at(9, 4))->output();
   error = errorOf([&] { grad(graph, sumAll(graph, strided), {x}, {}); });
   EXPECT_EQ(error.message,
-            "grad: the slice ::2 is not differentiable yet (only steps 1 and -1 over a whole axis are)");
+            "grad: the slice ::2 is not differentiable yet (only steps 1, and -1 over a whole axis, are)");
   EXPECT_EQ(error.loc.str(), "g.tg:9:4");
 
   Value *matrix = graph.addInput({DType::F64, {Dim::named("n"), Dim::named("m")}}, "M");

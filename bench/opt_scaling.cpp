@@ -2,7 +2,7 @@
 // MLP-gradient graphs of about 1k, 10k and 100k nodes, optimizes each with the default pipeline, and prints
 // seconds and nanoseconds per node for every pass and for the whole pipeline. Flat ns/node means linear time.
 //
-//   build/bench/opt_scaling [--sizes 1000,10000,100000] [--repeat 3]
+//   build/bench/opt_scaling [--sizes 1000,10000,100000] [--repeat 3] [--graphs chain,wide-tree,mlp-grad]
 #include "ir/Gradient.h"
 #include "ir/Program.h"
 #include "opt/Pipeline.h"
@@ -41,7 +41,7 @@ void buildChain(ir::Program &program, size_t nodes) {
   Value *x = graph.addInput(f32({Dim::named("n"), Dim::of(64)}), "x");
   program.inputs.push_back({"x", x, {}});
   Value *value = x;
-  for (size_t i = 0; graph.nodes().size() < nodes; ++i) {
+  for (size_t i = 0; i < nodes; ++i) {
     switch (i % 5) {
     case 0: value = node(graph, OpKind::Tanh, {value}); break;
     case 1: value = node(graph, OpKind::Add, {value, scalar(graph, 0.5)}); break;
@@ -111,13 +111,13 @@ struct Row {
   double total = 0;
 };
 
-std::vector<size_t> parseSizes(const char *text) {
-  std::vector<size_t> sizes;
+std::vector<std::string> splitList(const char *text) {
+  std::vector<std::string> items;
   std::stringstream list(text);
   std::string item;
   while (std::getline(list, item, ','))
-    sizes.push_back(std::strtoul(item.c_str(), nullptr, 10));
-  return sizes;
+    items.push_back(item);
+  return items;
 }
 
 } // namespace
@@ -125,12 +125,18 @@ std::vector<size_t> parseSizes(const char *text) {
 int main(int argc, char **argv) {
   std::vector<size_t> sizes{1000, 10000, 100000};
   int repeat = 3;
+  std::vector<std::string> graphs{"chain", "wide-tree", "mlp-grad"};
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
-    if (flag == "--sizes")
-      sizes = parseSizes(argv[i + 1]);
-    else if (flag == "--repeat")
+    if (flag == "--sizes") {
+      sizes.clear();
+      for (const std::string &size : splitList(argv[i + 1]))
+        sizes.push_back(std::strtoul(size.c_str(), nullptr, 10));
+    } else if (flag == "--repeat") {
       repeat = std::max(1, std::atoi(argv[i + 1]));
+    } else if (flag == "--graphs") {
+      graphs = splitList(argv[i + 1]);
+    }
   }
   const std::vector<std::pair<std::string, std::function<void(ir::Program &, size_t)>>> builders{
       {"chain", buildChain}, {"wide-tree", buildWideTree}, {"mlp-grad", buildMlpGradient}};
@@ -143,6 +149,8 @@ int main(int argc, char **argv) {
     std::printf(" %15s", pass.c_str());
   std::printf(" %15s %12s\n", "total s", "total ns/node");
   for (const auto &[name, build] : builders) {
+    if (std::find(graphs.begin(), graphs.end(), name) == graphs.end())
+      continue;
     for (size_t size : sizes) {
       // The best of `repeat` runs, each on a freshly built graph: the least disturbed by other work.
       Row best;

@@ -90,28 +90,29 @@ std::vector<Node *> Graph::nodes() const {
 const std::vector<Node *> &Graph::toposort() const {
   if (topoValid_)
     return topoCache_;
-  // Iterative depth-first post-order from the outputs: inputs before users, deterministic.
+  // Iterative depth-first post-order from the outputs: inputs before users, deterministic. Visit states are
+  // kept by node id (dense), not in a hash set: this runs after every change, on graphs of 100k nodes.
+  enum : uint8_t { Unvisited, OnStack, Done };
+  std::vector<uint8_t> state(nodes_.size(), Unvisited);
   topoCache_.clear();
-  std::unordered_set<const Node *> done, onStack;
   std::vector<std::pair<Node *, size_t>> stack;
   for (Value *output : outputs_) {
-    if (!output->owner_ || done.count(output->owner_))
+    if (!output->owner_ || state[output->owner_->id_] == Done)
       continue;
     stack.push_back({output->owner_, 0});
-    onStack.insert(output->owner_);
+    state[output->owner_->id_] = OnStack;
     while (!stack.empty()) {
       auto &[node, next] = stack.back();
       if (next < node->inputs_.size()) {
         Node *producer = node->inputs_[next++]->owner_;
-        if (!producer || done.count(producer))
+        if (!producer || state[producer->id_] == Done)
           continue;
-        TG_ASSERT(!onStack.count(producer)) << "the graph has a cycle through node " << producer->id_;
+        TG_ASSERT(state[producer->id_] != OnStack) << "the graph has a cycle through node " << producer->id_;
         stack.push_back({producer, 0});
-        onStack.insert(producer);
+        state[producer->id_] = OnStack;
         continue;
       }
-      done.insert(node);
-      onStack.erase(node);
+      state[node->id_] = Done;
       topoCache_.push_back(node);
       stack.pop_back();
     }
@@ -153,11 +154,13 @@ void Graph::replaceAll(const std::vector<std::pair<Value *, Value *>> &replaceme
 }
 
 void Graph::removeDeadNodes() {
-  std::unordered_set<const Node *> reachable(toposort().begin(), toposort().end());
+  std::vector<bool> reachable(nodes_.size(), false);
+  for (const Node *node : toposort())
+    reachable[node->id_] = true;
   std::vector<Node *> dead;
   std::unordered_set<Value *> touched;
   for (auto &node : nodes_) {
-    if (!node->alive_ || reachable.count(node.get()))
+    if (!node->alive_ || reachable[node->id_])
       continue;
     node->alive_ = false;
     dead.push_back(node.get());
@@ -183,6 +186,14 @@ std::vector<std::string> Graph::verify() const {
   std::vector<std::string> problems;
   auto report = [&problems](const std::string &text) { problems.push_back(text); };
   std::unordered_set<const Value *> graphInputs(inputs_.begin(), inputs_.end());
+  // Every (node, input index) the client lists record, with the value recording it: one pass over the lists,
+  // so a constant shared by many nodes costs its client count once.
+  std::unordered_map<uint64_t, const Value *> recorded;
+  auto useKey = [](const Node *node, size_t index) { return (static_cast<uint64_t>(node->id_) << 24) | index; };
+  for (const auto &value : values_)
+    for (const Use &use : value->clients_)
+      if (use.node)
+        recorded.emplace(useKey(use.node, use.index), value.get());
   for (const Node *node : nodes()) {
     std::string where = "node " + std::to_string(node->id_) + " (" + node->op_.name() + ")";
     std::vector<TensorType> inputTypes;
@@ -193,8 +204,8 @@ std::vector<std::string> Graph::verify() const {
         report(where + ": input " + std::to_string(i) + " is neither computed, constant nor a graph input");
       if (input->owner_ && !input->owner_->alive_)
         report(where + ": input " + std::to_string(i) + " comes from a removed node");
-      const auto &uses = input->clients_;
-      if (std::find(uses.begin(), uses.end(), Use{const_cast<Node *>(node), i}) == uses.end())
+      auto use = recorded.find(useKey(node, i));
+      if (use == recorded.end() || use->second != input)
         report(where + ": input " + std::to_string(i) + " does not list it as a client");
     }
     try {

@@ -27,13 +27,17 @@ using ir::DType;
 using ir::OpKind;
 using ir::Value;
 
-ir::TensorType f32(ir::Shape shape) { return {DType::F32, std::move(shape), ir::Place::Host}; }
+ir::TensorType f32(ir::Shape shape) {
+  return {DType::F32, std::move(shape), ir::Place::Host};
+}
 
 Value *node(ir::Graph &graph, OpKind kind, std::vector<Value *> inputs, ir::OpAttrs attrs = {}) {
   return graph.addNode(ir::Op(kind, std::move(attrs)), std::move(inputs))->output();
 }
 
-Value *scalar(ir::Graph &graph, double value) { return graph.addConstant(ir::TensorData::scalar(DType::F32, value)); }
+Value *scalar(ir::Graph &graph, double value) {
+  return graph.addConstant(ir::TensorData::scalar(DType::F32, value));
+}
 
 /// x -> exp -> add c -> mul 1 -> neg -> neg -> ... : a chain with rewrites to apply along it.
 void buildChain(ir::Program &program, size_t nodes) {
@@ -43,11 +47,21 @@ void buildChain(ir::Program &program, size_t nodes) {
   Value *value = x;
   for (size_t i = 0; i < nodes; ++i) {
     switch (i % 5) {
-    case 0: value = node(graph, OpKind::Tanh, {value}); break;
-    case 1: value = node(graph, OpKind::Add, {value, scalar(graph, 0.5)}); break;
-    case 2: value = node(graph, OpKind::Mul, {value, scalar(graph, 1.0)}); break;
-    case 3: value = node(graph, OpKind::Neg, {value}); break;
-    case 4: value = node(graph, OpKind::Neg, {value}); break;
+    case 0:
+      value = node(graph, OpKind::Tanh, {value});
+      break;
+    case 1:
+      value = node(graph, OpKind::Add, {value, scalar(graph, 0.5)});
+      break;
+    case 2:
+      value = node(graph, OpKind::Mul, {value, scalar(graph, 1.0)});
+      break;
+    case 3:
+      value = node(graph, OpKind::Neg, {value});
+      break;
+    case 4:
+      value = node(graph, OpKind::Neg, {value});
+      break;
     }
   }
   graph.addOutput(value);
@@ -61,13 +75,13 @@ void buildWideTree(ir::Program &program, size_t nodes) {
   program.inputs.push_back({"x", x, {}});
   std::vector<Value *> level;
   for (size_t i = 0; 4 * level.size() < nodes; ++i)
-    level.push_back(node(graph, OpKind::Exp, {node(graph, OpKind::Mul, {x, scalar(graph, 0.001 * (i % 100))})}));
+    level.push_back(
+        node(graph, OpKind::Exp, {node(graph, OpKind::Mul, {x, scalar(graph, 0.001 * (i % 100))})}));
   while (level.size() > 1) {
     std::vector<Value *> next;
     for (size_t i = 0; i + 1 < level.size(); i += 2)
       next.push_back(node(graph, OpKind::Add, {level[i], level[i + 1]}));
-    if (level.size() % 2)
-      next.push_back(level.back());
+    if (level.size() % 2) next.push_back(level.back());
     level = std::move(next);
   }
   graph.addOutput(level[0]);
@@ -149,8 +163,7 @@ int main(int argc, char **argv) {
     std::printf(" %15s", pass.c_str());
   std::printf(" %15s %12s\n", "total s", "total ns/node");
   for (const auto &[name, build] : builders) {
-    if (std::find(graphs.begin(), graphs.end(), name) == graphs.end())
-      continue;
+    if (std::find(graphs.begin(), graphs.end(), name) == graphs.end()) continue;
     for (size_t size : sizes) {
       // The best of `repeat` runs, each on a freshly built graph: the least disturbed by other work.
       Row best;
@@ -164,8 +177,7 @@ int main(int argc, char **argv) {
         for (const opt::PassProfile &pass : profile.passes)
           row.passSeconds[pass.name] = pass.seconds;
         row.total = profile.seconds();
-        if (r == 0 || row.total < best.total)
-          best = row;
+        if (r == 0 || row.total < best.total) best = row;
       }
       std::printf("%-10s %8zu", best.graph.c_str(), best.nodes);
       for (const std::string &pass : passes)

@@ -1,7 +1,6 @@
 // The builtin functions of the language: their signatures (positional parameters, keywords, defaults) and how
 // each becomes graph nodes. Argument checking happens here, with the call's locations.
 #include "frontend/GraphBuilder.h"
-
 #include "ir/Assert.h"
 #include "ir/Npy.h"
 
@@ -29,7 +28,8 @@ struct Signature {
 /// A call's arguments matched to a signature.
 class Arguments {
 public:
-  Arguments(const std::string &function, const Signature &signature, const CallExpr &call, GraphBuilder &builder)
+  Arguments(const std::string &function, const Signature &signature, const CallExpr &call,
+            GraphBuilder &builder)
       : params_(signature.params) {
     values_.assign(params_.size(), nullptr);
     if (call.args.size() > params_.size())
@@ -49,8 +49,7 @@ public:
       values_[index] = keyword.value.get();
     }
     for (size_t i = 0; i < signature.required; ++i)
-      if (!values_[i])
-        builder.fail(call.loc, function + "() is missing its argument '" + params_[i] + "'");
+      if (!values_[i]) builder.fail(call.loc, function + "() is missing its argument '" + params_[i] + "'");
   }
 
   const Expr *get(const std::string &name) const {
@@ -66,23 +65,23 @@ private:
 };
 
 const std::map<std::string, OpKind> kUnary{
-    {"neg", OpKind::Neg},         {"abs", OpKind::Abs},         {"exp", OpKind::Exp},
-    {"log", OpKind::Log},         {"log1p", OpKind::Log1p},     {"expm1", OpKind::Expm1},
-    {"sqrt", OpKind::Sqrt},       {"rsqrt", OpKind::Rsqrt},     {"sin", OpKind::Sin},
-    {"cos", OpKind::Cos},         {"tanh", OpKind::Tanh},       {"sigmoid", OpKind::Sigmoid},
-    {"relu", OpKind::Relu},       {"softplus", OpKind::Softplus}, {"floor", OpKind::Floor},
-    {"ceil", OpKind::Ceil},       {"round", OpKind::Round},     {"sign", OpKind::Sign},
+    {"neg", OpKind::Neg},   {"abs", OpKind::Abs},           {"exp", OpKind::Exp},
+    {"log", OpKind::Log},   {"log1p", OpKind::Log1p},       {"expm1", OpKind::Expm1},
+    {"sqrt", OpKind::Sqrt}, {"rsqrt", OpKind::Rsqrt},       {"sin", OpKind::Sin},
+    {"cos", OpKind::Cos},   {"tanh", OpKind::Tanh},         {"sigmoid", OpKind::Sigmoid},
+    {"relu", OpKind::Relu}, {"softplus", OpKind::Softplus}, {"floor", OpKind::Floor},
+    {"ceil", OpKind::Ceil}, {"round", OpKind::Round},       {"sign", OpKind::Sign},
     {"erf", OpKind::Erf}};
 const std::map<std::string, OpKind> kBinary{
     {"maximum", OpKind::Maximum}, {"minimum", OpKind::Minimum}, {"pow", OpKind::Pow}};
 const std::map<std::string, OpKind> kReductions{
-    {"sum", OpKind::Sum},   {"mean", OpKind::Mean},     {"max", OpKind::Max},       {"min", OpKind::Min},
-    {"prod", OpKind::Prod}, {"argmax", OpKind::Argmax}, {"argmin", OpKind::Argmin}, {"any", OpKind::Any},
-    {"all", OpKind::All}};
-const std::set<std::string> kOthers{"where", "clip", "f32", "f64", "i32", "i64", "bool", "matmul",
-                                    "transpose", "reshape", "broadcast_to", "concat", "stack", "zeros",
-                                    "ones", "full", "eye", "arange", "rand", "randn", "zeros_like",
-                                    "ones_like", "sort", "argsort", "cumsum", "load", "grad"};
+    {"sum", OpKind::Sum},       {"mean", OpKind::Mean}, {"max", OpKind::Max},
+    {"min", OpKind::Min},       {"prod", OpKind::Prod}, {"argmax", OpKind::Argmax},
+    {"argmin", OpKind::Argmin}, {"any", OpKind::Any},   {"all", OpKind::All}};
+const std::set<std::string> kOthers{
+    "where",   "clip",         "f32",        "f64",       "i32",   "i64",     "bool",   "matmul", "transpose",
+    "reshape", "broadcast_to", "concat",     "stack",     "zeros", "ones",    "full",   "eye",    "arange",
+    "rand",    "randn",        "zeros_like", "ones_like", "sort",  "argsort", "cumsum", "load",   "grad"};
 
 std::string listString(const std::vector<int64_t> &values) {
   std::string text = "[";
@@ -103,35 +102,30 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
   auto tensor = [&](const Expr &expr) { return evaluateTensor(expr, scope, "an argument"); };
   auto strong = [&](const Expr &expr) { return materialize(tensor(expr), expr.loc); };
   auto flag = [&](const Expr *expr, bool fallback) {
-    if (!expr)
-      return fallback;
+    if (!expr) return fallback;
     const auto *literal = expr->as<BoolExpr>();
-    if (!literal)
-      fail(expr->loc, "expected true or false");
+    if (!literal) fail(expr->loc, "expected true or false");
     return literal->value;
   };
   auto dtypeArgument = [&](const Expr *expr, DType fallback) {
-    if (!expr)
-      return fallback;
+    if (!expr) return fallback;
     const auto *dtypeName = expr->as<NameExpr>();
     auto dtype = dtypeName ? ir::parseDType(dtypeName->name) : std::nullopt;
-    if (!dtype)
-      fail(expr->loc, "expected a dtype: f32, f64, i32, i64 or bool");
+    if (!dtype) fail(expr->loc, "expected a dtype: f32, f64, i32, i64 or bool");
     return *dtype;
   };
   auto shapeArgument = [&](const Expr &expr) {
     std::vector<int64_t> shape = staticInts(expr, scope, "a shape");
     for (int64_t d : shape)
-      if (d < 0)
-        fail(expr.loc, "negative dimensions are not allowed: " + listString(shape));
+      if (d < 0) fail(expr.loc, "negative dimensions are not allowed: " + listString(shape));
     return shape;
   };
   // An axis counted from the front, checked against the rank.
   auto normalizeAxis = [&](int64_t axis, size_t rank, const Expr &where) {
     int64_t r = static_cast<int64_t>(rank);
     if (axis < -r || axis >= r)
-      fail(where.loc, "axis " + std::to_string(axis) + " is out of bounds for an array of rank " +
-                          std::to_string(rank));
+      fail(where.loc,
+           "axis " + std::to_string(axis) + " is out of bounds for an array of rank " + std::to_string(rank));
     return axis < 0 ? axis + r : axis;
   };
 
@@ -146,8 +140,7 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
   if (auto dtype = ir::parseDType(name)) {
     Arguments args(name, {{"x"}, 1}, call, *this);
     TypedValue x = tensor(args.at(0));
-    if (x.value->type().dtype == *dtype)
-      return TypedValue{x.value, false};
+    if (x.value->type().dtype == *dtype) return TypedValue{x.value, false};
     OpAttrs attrs;
     attrs.dtype = *dtype;
     return apply(Op(OpKind::Cast, attrs), {materialize(x, loc)}, loc);
@@ -160,8 +153,7 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     attrs.keepdims = flag(args.get("keepdims"), false);
     bool positional = reduction->second == OpKind::Argmax || reduction->second == OpKind::Argmin;
     if (const Expr *axis = args.get("axis")) {
-      if (positional && axis->as<ListExpr>())
-        fail(axis->loc, name + "() takes a single axis, not a list");
+      if (positional && axis->as<ListExpr>()) fail(axis->loc, name + "() takes a single axis, not a list");
       for (int64_t a : staticInts(*axis, scope, "an axis")) {
         int64_t normalized = normalizeAxis(a, rank, *axis);
         if (std::count(attrs.axes.begin(), attrs.axes.end(), normalized))
@@ -191,8 +183,7 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
   if (name == "matmul") {
     Arguments args(name, {{"a", "b"}, 2}, call, *this);
     TypedValue a = tensor(args.at(0)), b = tensor(args.at(1));
-    if (a.weak || b.weak)
-      fail(loc, "matmul: operands must have at least one dimension, not be literals");
+    if (a.weak || b.weak) fail(loc, "matmul: operands must have at least one dimension, not be literals");
     DType dtype = resultDType({a, b});
     return apply(Op(OpKind::Matmul), {convert(a, dtype, loc), convert(b, dtype, loc)}, loc);
   }
@@ -260,8 +251,7 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     Arguments args(name, {{"n", "m", "dtype"}, 1}, call, *this);
     int64_t n = staticInt(args.at(0), scope, "a size");
     int64_t m = args.get("m") ? staticInt(*args.get("m"), scope, "a size") : n;
-    if (n < 0 || m < 0)
-      fail(loc, "eye(): sizes cannot be negative");
+    if (n < 0 || m < 0) fail(loc, "eye(): sizes cannot be negative");
     OpAttrs attrs;
     attrs.shape = {n, m};
     attrs.dtype = dtypeArgument(args.get("dtype"), DType::F32);
@@ -281,8 +271,7 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     if (const Expr *stepArg = args.get("step")) {
       step = staticNumber(*stepArg, scope, "arange's step", &isFloat);
       anyFloat |= isFloat;
-      if (step == 0)
-        fail(stepArg->loc, "arange(): step cannot be zero");
+      if (step == 0) fail(stepArg->loc, "arange(): step cannot be zero");
     }
     OpAttrs attrs;
     attrs.scalars = {start, stop, step};
@@ -298,8 +287,7 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
       fail(args.get("dtype")->loc, name + "() makes floats: dtype must be f32 or f64");
     if (const Expr *seed = args.get("seed")) {
       int64_t value = staticInt(*seed, scope, "a seed");
-      if (value < 0)
-        fail(seed->loc, "a seed cannot be negative");
+      if (value < 0) fail(seed->loc, "a seed cannot be negative");
       attrs.seed = static_cast<uint64_t>(value);
     } else {
       attrs.seed = takeSeed();
@@ -317,8 +305,7 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     if (const Expr *axis = args.get("axis"))
       attrs.axes = {normalizeAxis(staticInt(*axis, scope, "an axis"), x->type().rank(), *axis)};
     else if (name != "cumsum") {
-      if (x->type().isScalar())
-        fail(loc, name + "(): cannot sort a zero-dimensional array");
+      if (x->type().isScalar()) fail(loc, name + "(): cannot sort a zero-dimensional array");
       attrs.axes = {static_cast<int64_t>(x->type().rank()) - 1};
     }
     OpKind kind = name == "sort" ? OpKind::Sort : name == "argsort" ? OpKind::Argsort : OpKind::Cumsum;
@@ -334,12 +321,10 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
   if (name == "load") {
     Arguments args(name, {{"path"}, 1}, call, *this);
     const auto *path = args.at(0).as<StringExpr>();
-    if (!path)
-      fail(args.at(0).loc, "load() expects a file name in quotes, e.g. load(\"weights.npy\")");
+    if (!path) fail(args.at(0).loc, "load() expects a file name in quotes, e.g. load(\"weights.npy\")");
     // Relative paths are relative to the file that names them.
     std::string file = path->value;
-    if (!file.empty() && file[0] != '/' && path->loc.file)
-      file = folderOf(*path->loc.file) + "/" + file;
+    if (!file.empty() && file[0] != '/' && path->loc.file) file = folderOf(*path->loc.file) + "/" + file;
     try {
       return TypedValue{graph_->addConstant(ir::loadNpy(file), path->value), false};
     } catch (ir::UserError &error) {

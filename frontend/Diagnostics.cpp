@@ -2,7 +2,9 @@
 
 namespace tg::frontend {
 
-void DiagnosticEngine::addSource(const std::string &file, std::string text) { sources_[file] = std::move(text); }
+void DiagnosticEngine::addSource(const std::string &file, std::string text) {
+  sources_[file] = std::move(text);
+}
 
 void DiagnosticEngine::error(const SourceLoc &loc, const std::string &message) {
   ++errors_;
@@ -13,39 +15,32 @@ void DiagnosticEngine::error(const SourceLoc &loc, const std::string &message) {
 }
 
 void DiagnosticEngine::note(const SourceLoc &loc, const std::string &message) {
-  if (errors_ <= kMaxPrinted)
-    print(loc, "note", message);
+  if (errors_ <= kMaxPrinted) print(loc, "note", message);
 }
 
 void DiagnosticEngine::print(const SourceLoc &loc, const char *severity, const std::string &message) {
   std::string where = loc.str();
   out_ << (where.empty() ? "tgc" : where) << ": " << severity << ": " << message << "\n";
-  if (!loc.known())
-    return;
+  if (!loc.known()) return;
   auto source = sources_.find(*loc.file);
-  if (source == sources_.end())
-    return;
+  if (source == sources_.end()) return;
   // Find the line, then put the caret under the column (columns count code points, tabs are kept as tabs).
   const std::string &text = source->second;
   size_t begin = 0;
   for (int line = 1; line < loc.line && begin != std::string::npos; ++line) {
     begin = text.find('\n', begin);
-    if (begin != std::string::npos)
-      ++begin;
+    if (begin != std::string::npos) ++begin;
   }
-  if (begin == std::string::npos || begin > text.size())
-    return;
+  if (begin == std::string::npos || begin > text.size()) return;
   size_t end = text.find('\n', begin);
   std::string line = text.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
-  if (!line.empty() && line.back() == '\r')
-    line.pop_back();
+  if (!line.empty() && line.back() == '\r') line.pop_back();
   out_ << line << "\n";
   std::string caret;
   int column = 1;
   for (size_t i = 0; i < line.size() && column < loc.column; ++i) {
     unsigned char c = static_cast<unsigned char>(line[i]);
-    if ((c & 0xC0) == 0x80)
-      continue; // a UTF-8 continuation byte is part of the previous code point
+    if ((c & 0xC0) == 0x80) continue; // a UTF-8 continuation byte is part of the previous code point
     caret += c == '\t' ? '\t' : ' ';
     ++column;
   }

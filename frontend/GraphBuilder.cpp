@@ -22,14 +22,16 @@ const Binding *Scope::findLocal(const std::string &name) const {
 
 const Binding *Scope::find(const std::string &name) const {
   for (const Scope *scope = this; scope; scope = scope->parent_)
-    if (const Binding *binding = scope->findLocal(name))
-      return binding;
+    if (const Binding *binding = scope->findLocal(name)) return binding;
   return nullptr;
 }
 
-void GraphBuilder::fail(const SourceLoc &loc, const std::string &message) { throw ir::UserError(message, loc); }
+void GraphBuilder::fail(const SourceLoc &loc, const std::string &message) {
+  throw ir::UserError(message, loc);
+}
 
-// ---- Statements ----------------------------------------------------------------------------------------------
+// ---- Statements
+// ----------------------------------------------------------------------------------------------
 
 std::unique_ptr<ir::Program> GraphBuilder::build(const Module &script) {
   program_ = std::make_unique<ir::Program>();
@@ -41,8 +43,7 @@ std::unique_ptr<ir::Program> GraphBuilder::build(const Module &script) {
   top.folder = folderOf(*script.file);
   for (const StmtPtr &stmt : script.statements)
     statement(*stmt, top, /*isScript=*/true);
-  if (diags_.hasErrors())
-    return nullptr;
+  if (diags_.hasErrors()) return nullptr;
   for (const auto &update : program_->updates)
     program_->graph.addOutput(update.value);
   return std::move(program_);
@@ -51,8 +52,7 @@ std::unique_ptr<ir::Program> GraphBuilder::build(const Module &script) {
 void GraphBuilder::declare(Scope &scope, const Identifier &id, Binding binding) {
   if (const Binding *previous = scope.findLocal(id.name)) {
     diags_.error(id.loc, "'" + id.name + "' is already defined");
-    if (previous->loc.known())
-      diags_.note(previous->loc, "previous definition of '" + id.name + "' is here");
+    if (previous->loc.known()) diags_.note(previous->loc, "previous definition of '" + id.name + "' is here");
     return;
   }
   binding.loc = id.loc;
@@ -61,14 +61,12 @@ void GraphBuilder::declare(Scope &scope, const Identifier &id, Binding binding) 
 
 ir::TensorType GraphBuilder::declaredType(const TypeExpr &type, bool isParam) {
   auto dtype = ir::parseDType(type.dtype);
-  if (!dtype)
-    fail(type.loc, "unknown dtype '" + type.dtype + "'; expected one of f32, f64, i32, i64, bool");
+  if (!dtype) fail(type.loc, "unknown dtype '" + type.dtype + "'; expected one of f32, f64, i32, i64, bool");
   ir::Shape shape;
   for (const DimExpr &dim : type.dims) {
     if (dim.isSymbol && isParam)
       fail(dim.loc, "a param needs a static shape, but dimension '" + dim.symbol + "' is symbolic");
-    if (!dim.isSymbol && dim.size < 0)
-      fail(dim.loc, "dimension sizes cannot be negative");
+    if (!dim.isSymbol && dim.size < 0) fail(dim.loc, "dimension sizes cannot be negative");
     shape.push_back(dim.isSymbol ? ir::Dim::named(dim.symbol) : ir::Dim::of(dim.size));
   }
   return {*dtype, shape, ir::Place::Host};
@@ -81,8 +79,7 @@ ir::Value *GraphBuilder::fitToType(TypedValue value, const ir::TensorType &type,
     fail(loc, what + " has dtype " + ir::dtypeName(actual.dtype) + ", but " + type.str() +
                   " was declared; convert it with " + ir::dtypeName(type.dtype) + "(...)");
   ir::Value *converted = convert(value, type.dtype, loc);
-  if (converted->type().shape == type.shape)
-    return converted;
+  if (converted->type().shape == type.shape) return converted;
   auto broadcast = ir::broadcastShapes(converted->type().shape, type.shape);
   if (!broadcast || *broadcast != type.shape)
     fail(loc, what + " has type " + actual.str() + ", which does not fit the declared " + type.str());
@@ -97,11 +94,14 @@ ir::Value *GraphBuilder::fitToType(TypedValue value, const ir::TensorType &type,
 void GraphBuilder::statement(const Stmt &stmt, ModuleScope &module, bool isScript) {
   auto scriptOnly = [&](const char *keyword) {
     if (!isScript)
-      fail(stmt.loc, std::string("'") + keyword + "' is not allowed in an imported module (only 'def' and 'import')");
+      fail(stmt.loc,
+           std::string("'") + keyword + "' is not allowed in an imported module (only 'def' and 'import')");
   };
   try {
     switch (stmt.kind) {
-    case Stmt::Kind::Import: importModule(*stmt.as<ImportStmt>(), module); break;
+    case Stmt::Kind::Import:
+      importModule(*stmt.as<ImportStmt>(), module);
+      break;
     case Stmt::Kind::Def: {
       const auto &def = *stmt.as<DefStmt>();
       Binding binding;
@@ -161,8 +161,7 @@ void GraphBuilder::statement(const Stmt &stmt, ModuleScope &module, bool isScrip
       } catch (...) {
         // Later uses of these names would only repeat this error.
         for (const Identifier &name : let.names)
-          if (!module.scope.findLocal(name.name))
-            module.scope.bind(name.name, Binding{});
+          if (!module.scope.findLocal(name.name)) module.scope.bind(name.name, Binding{});
         throw;
       }
       break;
@@ -175,8 +174,7 @@ void GraphBuilder::statement(const Stmt &stmt, ModuleScope &module, bool isScrip
         reference.name = name.name;
         ir::Value *value = materialize(evaluateTensor(reference, module.scope, "an output"), name.loc);
         for (const auto &output : program_->outputs)
-          if (output.name == name.name)
-            fail(name.loc, "'" + name.name + "' is already an output");
+          if (output.name == name.name) fail(name.loc, "'" + name.name + "' is already an output");
         program_->graph.addOutput(value);
         program_->outputs.push_back({name.name, value});
       }
@@ -191,11 +189,10 @@ void GraphBuilder::statement(const Stmt &stmt, ModuleScope &module, bool isScrip
         fail(update.name.loc, "'" + update.name.name + "' is not a param; only params can be updated");
       size_t index = static_cast<size_t>(param - program_->params.begin());
       for (const auto &existing : program_->updates)
-        if (existing.param == index)
-          fail(update.name.loc, "'" + update.name.name + "' is updated twice");
-      ir::Value *value = fitToType(evaluateTensor(*update.value, module.scope, "an update"),
-                                   param->value->type(), update.value->loc,
-                                   "the update of '" + update.name.name + "'");
+        if (existing.param == index) fail(update.name.loc, "'" + update.name.name + "' is updated twice");
+      ir::Value *value =
+          fitToType(evaluateTensor(*update.value, module.scope, "an update"), param->value->type(),
+                    update.value->loc, "the update of '" + update.name.name + "'");
       program_->updates.push_back({index, value});
       break;
     }
@@ -224,8 +221,7 @@ void GraphBuilder::importModule(const ImportStmt &stmt, ModuleScope &module) {
     }
   }
   const Module *ast = loader_.loadModule(name, module.folder, stmt.module.loc);
-  if (!ast)
-    throw AlreadyReported{};
+  if (!ast) throw AlreadyReported{};
   modules_.push_back(std::make_unique<ModuleScope>());
   ModuleScope &imported = *modules_.back();
   imported.name = name;
@@ -249,10 +245,12 @@ void GraphBuilder::bindLet(const LetStmt &let, Scope &scope) {
   if (values.size() != let.names.size()) {
     size_t extra = std::min(values.size(), let.names.size() - 1);
     if (values.size() == 1)
-      fail(let.names[extra].loc, "cannot unpack one value into " + std::to_string(let.names.size()) + " names");
+      fail(let.names[extra].loc,
+           "cannot unpack one value into " + std::to_string(let.names.size()) + " names");
     fail(values.size() < let.names.size() ? let.names[extra].loc : let.value->loc,
-         "grad returns " + std::to_string(values.size()) + " values, but " + std::to_string(let.names.size()) +
-             (let.names.size() == 1 ? " name is" : " names are") + " given");
+         "grad returns " + std::to_string(values.size()) + " values, but " +
+             std::to_string(let.names.size()) + (let.names.size() == 1 ? " name is" : " names are") +
+             " given");
   }
   for (size_t i = 0; i < values.size(); ++i) {
     if (values[i].value->name().empty() && values[i].value->owner())
@@ -267,14 +265,14 @@ void GraphBuilder::bindLet(const LetStmt &let, Scope &scope) {
 
 std::vector<TypedValue> GraphBuilder::evaluateValues(const Expr &expr, const Scope &scope) {
   if (const auto *call = expr.as<CallExpr>())
-    if (const auto *callee = call->callee->as<NameExpr>(); callee && callee->name == "grad" && !scope.find("grad"))
+    if (const auto *callee = call->callee->as<NameExpr>();
+        callee && callee->name == "grad" && !scope.find("grad"))
       return gradients(*call, scope);
   return {evaluateTensor(expr, scope, "a 'let'")};
 }
 
 std::vector<TypedValue> GraphBuilder::gradients(const CallExpr &call, const Scope &scope) {
-  if (!call.keywords.empty())
-    fail(call.keywords[0].loc, "grad() takes no keyword arguments");
+  if (!call.keywords.empty()) fail(call.keywords[0].loc, "grad() takes no keyword arguments");
   if (call.args.size() < 2)
     fail(call.loc, "grad() needs a cost and at least one value to differentiate with respect to, e.g. "
                    "grad(loss, w, b)");
@@ -292,7 +290,8 @@ std::vector<TypedValue> GraphBuilder::gradients(const CallExpr &call, const Scop
   return results;
 }
 
-// ---- Typing helpers ------------------------------------------------------------------------------------------
+// ---- Typing helpers
+// ------------------------------------------------------------------------------------------
 
 bool GraphBuilder::allWeak(const std::vector<TypedValue> &operands) const {
   return std::all_of(operands.begin(), operands.end(), [](const TypedValue &v) { return v.weak; });
@@ -312,19 +311,16 @@ DType GraphBuilder::resultDType(const std::vector<TypedValue> &operands) const {
   }
   if (!strong) // weak with weak: computed in full precision, and still weak
     return weakFloat ? DType::F64 : DType::I64;
-  // A weak literal yields to the strong operands' kind; it can only raise bool to an integer, or an integer or
-  // bool to NumPy's default float.
-  if (weakFloat && !ir::isFloat(*strong))
-    return DType::F64;
-  if (weakInt && *strong == DType::Bool)
-    return DType::I64;
+  // A weak literal yields to the strong operands' kind; it can only raise bool to an integer, or an integer
+  // or bool to NumPy's default float.
+  if (weakFloat && !ir::isFloat(*strong)) return DType::F64;
+  if (weakInt && *strong == DType::Bool) return DType::I64;
   return *strong;
 }
 
 ir::Value *GraphBuilder::convert(TypedValue value, DType dtype, const SourceLoc &loc) {
   ir::Value *v = value.value;
-  if (v->type().dtype == dtype)
-    return v;
+  if (v->type().dtype == dtype) return v;
   if (v->isConstant()) {
     const ir::TensorData &data = v->constant();
     ir::TensorData converted(dtype, data.shape);
@@ -338,8 +334,7 @@ ir::Value *GraphBuilder::convert(TypedValue value, DType dtype, const SourceLoc 
 }
 
 ir::Value *GraphBuilder::materialize(TypedValue value, const SourceLoc &loc) {
-  if (!value.weak)
-    return value.value;
+  if (!value.weak) return value.value;
   return convert(value, ir::isFloat(value.value->type().dtype) ? DType::F32 : DType::I64, loc);
 }
 
@@ -348,15 +343,30 @@ TypedValue GraphBuilder::apply(Op op, std::vector<ir::Value *> inputs, const Sou
   return {node->output(), false};
 }
 
-TypedValue GraphBuilder::applyElementwise(OpKind kind, std::vector<TypedValue> operands, const SourceLoc &loc) {
+TypedValue GraphBuilder::applyElementwise(OpKind kind, std::vector<TypedValue> operands,
+                                          const SourceLoc &loc) {
   bool weak = allWeak(operands);
   DType dtype = resultDType(operands);
   auto isFloatOnly = [](OpKind k) {
     switch (k) {
-    case OpKind::Exp: case OpKind::Log: case OpKind::Log1p: case OpKind::Expm1: case OpKind::Sqrt:
-    case OpKind::Rsqrt: case OpKind::Sin: case OpKind::Cos: case OpKind::Tanh: case OpKind::Sigmoid:
-    case OpKind::Softplus: case OpKind::Erf: case OpKind::Div: case OpKind::Floor: case OpKind::Ceil: return true;
-    default: return false;
+    case OpKind::Exp:
+    case OpKind::Log:
+    case OpKind::Log1p:
+    case OpKind::Expm1:
+    case OpKind::Sqrt:
+    case OpKind::Rsqrt:
+    case OpKind::Sin:
+    case OpKind::Cos:
+    case OpKind::Tanh:
+    case OpKind::Sigmoid:
+    case OpKind::Softplus:
+    case OpKind::Erf:
+    case OpKind::Div:
+    case OpKind::Floor:
+    case OpKind::Ceil:
+      return true;
+    default:
+      return false;
     }
   };
   if (kind == OpKind::And || kind == OpKind::Or || kind == OpKind::Not) {
@@ -370,12 +380,18 @@ TypedValue GraphBuilder::applyElementwise(OpKind kind, std::vector<TypedValue> o
     // comparisons order false before true; the rest (NumPy rejects `-` too) needs a conversion first.
     switch (kind) {
     case OpKind::Add:
-    case OpKind::Maximum: kind = OpKind::Or; break;
+    case OpKind::Maximum:
+      kind = OpKind::Or;
+      break;
     case OpKind::Mul:
-    case OpKind::Minimum: kind = OpKind::And; break;
-    case OpKind::Abs: return {operands[0].value, false};
+    case OpKind::Minimum:
+      kind = OpKind::And;
+      break;
+    case OpKind::Abs:
+      return {operands[0].value, false};
     case OpKind::Where:
-    case OpKind::Clip: break;
+    case OpKind::Clip:
+      break;
     default:
       if (!ir::isComparison(kind))
         fail(loc, std::string("'") + ir::opName(kind) +
@@ -390,7 +406,8 @@ TypedValue GraphBuilder::applyElementwise(OpKind kind, std::vector<TypedValue> o
   return result;
 }
 
-// ---- Expressions ---------------------------------------------------------------------------------------------
+// ---- Expressions
+// ---------------------------------------------------------------------------------------------
 
 TypedValue GraphBuilder::evaluateTensor(const Expr &expr, const Scope &scope, const char *what) {
   if (const auto *list = expr.as<ListExpr>())
@@ -403,26 +420,33 @@ TypedValue GraphBuilder::evaluate(const Expr &expr, const Scope &scope) {
   case Expr::Kind::Number: {
     const auto &number = *expr.as<NumberExpr>();
     // A weak float keeps its full double value until it meets the dtype it yields to.
-    ir::TensorData data = number.isFloat ? ir::TensorData::scalar(DType::F64, number.value)
-                                         : ir::TensorData(DType::I64, {});
-    if (!number.isFloat)
-      data.data<int64_t>()[0] = number.intValue;
+    ir::TensorData data =
+        number.isFloat ? ir::TensorData::scalar(DType::F64, number.value) : ir::TensorData(DType::I64, {});
+    if (!number.isFloat) data.data<int64_t>()[0] = number.intValue;
     return {graph_->addConstant(std::move(data)), true};
   }
   case Expr::Kind::Bool:
     return {graph_->addConstant(ir::TensorData::scalar(DType::Bool, expr.as<BoolExpr>()->value)), false};
-  case Expr::Kind::String: fail(expr.loc, "a string is not a tensor; strings are only for load(\"FILE.npy\")");
-  case Expr::Kind::Name: return evaluateName(*expr.as<NameExpr>(), scope);
+  case Expr::Kind::String:
+    fail(expr.loc, "a string is not a tensor; strings are only for load(\"FILE.npy\")");
+  case Expr::Kind::Name:
+    return evaluateName(*expr.as<NameExpr>(), scope);
   case Expr::Kind::Member: {
     const auto &member = *expr.as<MemberExpr>();
     fail(member.loc, "'" + member.module + "." + member.name + "' is a function; call it with arguments");
   }
-  case Expr::Kind::List: fail(expr.loc, "a list is not a tensor; lists are for shapes, axes and concat/stack");
-  case Expr::Kind::Unary: return evaluateUnary(*expr.as<UnaryExpr>(), scope);
-  case Expr::Kind::Binary: return evaluateBinary(*expr.as<BinaryExpr>(), scope);
-  case Expr::Kind::Call: return evaluateCall(*expr.as<CallExpr>(), scope);
-  case Expr::Kind::Index: return evaluateIndex(*expr.as<IndexExpr>(), scope);
-  case Expr::Kind::Pinned: return evaluatePinned(*expr.as<PinnedExpr>(), scope);
+  case Expr::Kind::List:
+    fail(expr.loc, "a list is not a tensor; lists are for shapes, axes and concat/stack");
+  case Expr::Kind::Unary:
+    return evaluateUnary(*expr.as<UnaryExpr>(), scope);
+  case Expr::Kind::Binary:
+    return evaluateBinary(*expr.as<BinaryExpr>(), scope);
+  case Expr::Kind::Call:
+    return evaluateCall(*expr.as<CallExpr>(), scope);
+  case Expr::Kind::Index:
+    return evaluateIndex(*expr.as<IndexExpr>(), scope);
+  case Expr::Kind::Pinned:
+    return evaluatePinned(*expr.as<PinnedExpr>(), scope);
   }
   TG_ASSERT(false) << "unhandled expression kind";
   return {};
@@ -441,10 +465,14 @@ TypedValue GraphBuilder::evaluateName(const NameExpr &expr, const Scope &scope) 
       fail(expr.loc, "a param's initial value cannot use '" + expr.name +
                          "': it may only use literals, builtins and functions");
     return binding->tensor;
-  case Binding::Kind::Expression: return evaluate(*binding->expression, *binding->expressionScope);
-  case Binding::Kind::Function: fail(expr.loc, "'" + expr.name + "' is a function; call it with arguments");
-  case Binding::Kind::Module: fail(expr.loc, "'" + expr.name + "' is a module; use " + expr.name + ".NAME(...)");
-  case Binding::Kind::Poisoned: throw AlreadyReported{};
+  case Binding::Kind::Expression:
+    return evaluate(*binding->expression, *binding->expressionScope);
+  case Binding::Kind::Function:
+    fail(expr.loc, "'" + expr.name + "' is a function; call it with arguments");
+  case Binding::Kind::Module:
+    fail(expr.loc, "'" + expr.name + "' is a module; use " + expr.name + ".NAME(...)");
+  case Binding::Kind::Poisoned:
+    throw AlreadyReported{};
   }
   return {};
 }
@@ -453,8 +481,7 @@ TypedValue GraphBuilder::evaluateUnary(const UnaryExpr &expr, const Scope &scope
   // Fold the sign of a literal, so that `-1` stays a weak literal usable as an axis or a shape.
   if (const auto *number = expr.operand->as<NumberExpr>(); number && expr.op != "not") {
     TypedValue literal = evaluate(*number, scope);
-    if (expr.op == "+")
-      return literal;
+    if (expr.op == "+") return literal;
     ir::TensorData data = literal.value->constant();
     if (number->isFloat)
       data.data<double>()[0] = -data.data<double>()[0];
@@ -463,22 +490,21 @@ TypedValue GraphBuilder::evaluateUnary(const UnaryExpr &expr, const Scope &scope
     return {graph_->addConstant(std::move(data)), true};
   }
   TypedValue operand = evaluateTensor(*expr.operand, scope, "an operand");
-  if (expr.op == "+")
-    return operand;
+  if (expr.op == "+") return operand;
   return applyElementwise(expr.op == "not" ? OpKind::Not : OpKind::Neg, {operand}, expr.loc);
 }
 
 TypedValue GraphBuilder::evaluateBinary(const BinaryExpr &expr, const Scope &scope) {
   static const std::map<std::string, OpKind> kinds{
-      {"+", OpKind::Add}, {"-", OpKind::Sub}, {"*", OpKind::Mul},   {"/", OpKind::Div},  {"%", OpKind::Mod},
-      {"**", OpKind::Pow}, {"<", OpKind::Lt}, {"<=", OpKind::Le},   {">", OpKind::Gt},   {">=", OpKind::Ge},
-      {"==", OpKind::Eq}, {"!=", OpKind::Ne}, {"and", OpKind::And}, {"or", OpKind::Or}, {"@", OpKind::Matmul}};
+      {"+", OpKind::Add},   {"-", OpKind::Sub},  {"*", OpKind::Mul},   {"/", OpKind::Div},
+      {"%", OpKind::Mod},   {"**", OpKind::Pow}, {"<", OpKind::Lt},    {"<=", OpKind::Le},
+      {">", OpKind::Gt},    {">=", OpKind::Ge},  {"==", OpKind::Eq},   {"!=", OpKind::Ne},
+      {"and", OpKind::And}, {"or", OpKind::Or},  {"@", OpKind::Matmul}};
   TypedValue lhs = evaluateTensor(*expr.lhs, scope, "an operand");
   TypedValue rhs = evaluateTensor(*expr.rhs, scope, "an operand");
   auto kind = kinds.find(expr.op);
   TG_ASSERT(kind != kinds.end()) << "unknown binary operator " << expr.op;
-  if (kind->second != OpKind::Matmul)
-    return applyElementwise(kind->second, {lhs, rhs}, expr.loc);
+  if (kind->second != OpKind::Matmul) return applyElementwise(kind->second, {lhs, rhs}, expr.loc);
   DType dtype = resultDType({lhs, rhs});
   if (lhs.weak || rhs.weak)
     fail(expr.loc, "matmul: operands must have at least one dimension, not be literals");
@@ -504,8 +530,7 @@ TypedValue GraphBuilder::evaluateIndex(const IndexExpr &expr, const Scope &scope
       }
       if (subscript.step) {
         spec.step = staticInt(*subscript.step, scope, "a slice step");
-        if (spec.step == 0)
-          fail(subscript.step->loc, "slice step cannot be zero");
+        if (spec.step == 0) fail(subscript.step->loc, "slice step cannot be zero");
       }
     }
     attrs.slices.push_back(spec);
@@ -517,8 +542,9 @@ TypedValue GraphBuilder::evaluatePinned(const PinnedExpr &expr, const Scope &sco
   TypedValue value = evaluateTensor(*expr.operand, scope, "a placement annotation");
   ir::Node *node = value.value->owner();
   if (!node)
-    fail(expr.loc, "@" + expr.place + " applies to an operation, not to " +
-                       (value.value->isConstant() ? std::string("a literal") : "'" + value.value->name() + "'"));
+    fail(expr.loc,
+         "@" + expr.place + " applies to an operation, not to " +
+             (value.value->isConstant() ? std::string("a literal") : "'" + value.value->name() + "'"));
   if (expr.place == "device" && !node->op().info().hasDevice)
     fail(expr.loc, std::string("@device: '") + node->op().name() + "' has no device implementation");
   graph_->setPin(node, expr.place == "host" ? ir::Pin::Host : ir::Pin::Device);
@@ -529,27 +555,22 @@ TypedValue GraphBuilder::evaluateCall(const CallExpr &call, const Scope &scope) 
   if (const auto *member = call.callee->as<MemberExpr>()) {
     const Binding *module = scope.find(member->module);
     if (!module)
-      fail(member->loc, "use of undefined name '" + member->module + "'; did you forget 'import " +
-                            member->module + "'?");
-    if (module->kind != Binding::Kind::Module)
-      fail(member->loc, "'" + member->module + "' is not a module");
+      fail(member->loc,
+           "use of undefined name '" + member->module + "'; did you forget 'import " + member->module + "'?");
+    if (module->kind != Binding::Kind::Module) fail(member->loc, "'" + member->module + "' is not a module");
     const Binding *function = module->module->scope.findLocal(member->name);
     if (!function || function->kind != Binding::Kind::Function)
       fail(member->loc, "module '" + member->module + "' has no function '" + member->name + "'");
     return callFunction(*function, call, scope);
   }
   const auto *name = call.callee->as<NameExpr>();
-  if (!name)
-    fail(call.callee->loc, "only functions can be called");
+  if (!name) fail(call.callee->loc, "only functions can be called");
   if (const Binding *binding = scope.find(name->name)) {
-    if (binding->kind == Binding::Kind::Function)
-      return callFunction(*binding, call, scope);
-    if (binding->kind == Binding::Kind::Poisoned)
-      throw AlreadyReported{};
+    if (binding->kind == Binding::Kind::Function) return callFunction(*binding, call, scope);
+    if (binding->kind == Binding::Kind::Poisoned) throw AlreadyReported{};
     fail(name->loc, "'" + name->name + "' is not a function");
   }
-  if (auto result = callBuiltin(name->name, call, scope))
-    return *result;
+  if (auto result = callBuiltin(name->name, call, scope)) return *result;
   fail(name->loc, "call to undefined function '" + name->name + "'");
 }
 
@@ -603,18 +624,19 @@ TypedValue GraphBuilder::callFunction(const Binding &function, const CallExpr &c
   return evaluateTensor(*def.result, body, "a function result");
 }
 
-// ---- Static arguments ----------------------------------------------------------------------------------------
+// ---- Static arguments
+// ----------------------------------------------------------------------------------------
 
 double GraphBuilder::staticNumber(const Expr &expr, const Scope &scope, const char *what, bool *isFloat) {
   if (const auto *name = expr.as<NameExpr>()) {
-    if (const Binding *binding = scope.find(name->name); binding && binding->kind == Binding::Kind::Expression)
+    if (const Binding *binding = scope.find(name->name);
+        binding && binding->kind == Binding::Kind::Expression)
       return staticNumber(*binding->expression, *binding->expressionScope, what, isFloat);
   }
   if (!expr.as<ListExpr>()) {
     TypedValue value = evaluate(expr, scope);
     if (value.value->isConstant() && value.value->type().isScalar()) {
-      if (isFloat)
-        *isFloat = ir::isFloat(value.value->type().dtype);
+      if (isFloat) *isFloat = ir::isFloat(value.value->type().dtype);
       return value.value->constant().get(0);
     }
   }
@@ -624,21 +646,19 @@ double GraphBuilder::staticNumber(const Expr &expr, const Scope &scope, const ch
 int64_t GraphBuilder::staticInt(const Expr &expr, const Scope &scope, const char *what) {
   bool isFloat = false;
   double value = staticNumber(expr, scope, what, &isFloat);
-  if (isFloat)
-    fail(expr.loc, std::string("expected an integer for ") + what + ", found a float");
-  if (const auto *number = expr.as<NumberExpr>())
-    return number->intValue;
+  if (isFloat) fail(expr.loc, std::string("expected an integer for ") + what + ", found a float");
+  if (const auto *number = expr.as<NumberExpr>()) return number->intValue;
   return static_cast<int64_t>(value);
 }
 
 std::vector<int64_t> GraphBuilder::staticInts(const Expr &expr, const Scope &scope, const char *what) {
   if (const auto *name = expr.as<NameExpr>()) {
-    if (const Binding *binding = scope.find(name->name); binding && binding->kind == Binding::Kind::Expression)
+    if (const Binding *binding = scope.find(name->name);
+        binding && binding->kind == Binding::Kind::Expression)
       return staticInts(*binding->expression, *binding->expressionScope, what);
   }
   const auto *list = expr.as<ListExpr>();
-  if (!list)
-    return {staticInt(expr, scope, what)};
+  if (!list) return {staticInt(expr, scope, what)};
   std::vector<int64_t> values;
   for (const ExprPtr &element : list->elements)
     values.push_back(staticInt(*element, scope, what));
@@ -647,7 +667,8 @@ std::vector<int64_t> GraphBuilder::staticInts(const Expr &expr, const Scope &sco
 
 } // namespace detail
 
-std::unique_ptr<ir::Program> buildProgram(const Module &script, ModuleLoader &loader, DiagnosticEngine &diags) {
+std::unique_ptr<ir::Program> buildProgram(const Module &script, ModuleLoader &loader,
+                                          DiagnosticEngine &diags) {
   GraphBuilder builder(loader, diags);
   return builder.build(script);
 }
@@ -655,8 +676,7 @@ std::unique_ptr<ir::Program> buildProgram(const Module &script, ModuleLoader &lo
 std::unique_ptr<ir::Program> compileScript(const std::string &path, DiagnosticEngine &diags) {
   ModuleLoader loader(diags, ModuleLoader::searchPathFromEnvironment());
   const Module *script = loader.loadScript(path);
-  if (!script || diags.hasErrors())
-    return nullptr;
+  if (!script || diags.hasErrors()) return nullptr;
   return buildProgram(*script, loader, diags);
 }
 

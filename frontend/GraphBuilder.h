@@ -1,6 +1,6 @@
-// Semantic analysis and graph building in one walk over the AST: scopes and name resolution, imports, inlining
-// of `def`s, NumPy promotion with weak literals, and shape inference (through ir::inferType as each node is
-// added). The result is an ir::Program.
+// Semantic analysis and graph building in one walk over the AST: scopes and name resolution, imports,
+// inlining of `def`s, NumPy promotion with weak literals, and shape inference (through ir::inferType as each
+// node is added). The result is an ir::Program.
 #pragma once
 
 #include "frontend/Ast.h"
@@ -17,15 +17,16 @@
 namespace tg::frontend {
 
 /// Builds the program of a parsed script. Returns nullptr when any error was reported (several may be).
-std::unique_ptr<ir::Program> buildProgram(const Module &script, ModuleLoader &loader, DiagnosticEngine &diags);
+std::unique_ptr<ir::Program> buildProgram(const Module &script, ModuleLoader &loader,
+                                          DiagnosticEngine &diags);
 
 /// Parses and builds a script file: what `tgc run` and `tgc compile` do first.
 std::unique_ptr<ir::Program> compileScript(const std::string &path, DiagnosticEngine &diags);
 
 namespace detail {
 
-/// A tensor as semantic analysis sees it: a graph value and whether it is a weak literal, whose dtype yields to
-/// the other operand's (`x * 2.0` keeps x's dtype).
+/// A tensor as semantic analysis sees it: a graph value and whether it is a weak literal, whose dtype yields
+/// to the other operand's (`x * 2.0` keeps x's dtype).
 struct TypedValue {
   ir::Value *value = nullptr;
   bool weak = false;
@@ -38,14 +39,14 @@ class Scope;
 struct Binding {
   enum class Kind { Tensor, Expression, Function, Module, Poisoned };
   Kind kind = Kind::Poisoned;
-  TypedValue tensor;               // Tensor
+  TypedValue tensor;                // Tensor
   const ir::Graph *graph = nullptr; // Tensor: the graph holding it
   const Expr *expression = nullptr; // Expression: a list argument of an inlined call, evaluated where used
   const Scope *expressionScope = nullptr;
-  const DefStmt *function = nullptr; // Function
+  const DefStmt *function = nullptr;     // Function
   ModuleScope *definingModule = nullptr; // Function: the module whose names its body sees
-  ModuleScope *module = nullptr;     // Module
-  SourceLoc loc;                     // where it was defined
+  ModuleScope *module = nullptr;         // Module
+  SourceLoc loc;                         // where it was defined
 };
 
 class Scope {
@@ -118,7 +119,8 @@ private:
   TypedValue evaluateIndex(const IndexExpr &expr, const Scope &scope);
   TypedValue evaluateCall(const CallExpr &call, const Scope &scope);
   TypedValue evaluatePinned(const PinnedExpr &expr, const Scope &scope);
-  ir::Value *fitToType(TypedValue value, const ir::TensorType &type, const SourceLoc &loc, const std::string &what);
+  ir::Value *fitToType(TypedValue value, const ir::TensorType &type, const SourceLoc &loc,
+                       const std::string &what);
 
   ModuleLoader &loader_;
   DiagnosticEngine &diags_;

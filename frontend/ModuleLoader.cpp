@@ -31,8 +31,7 @@ std::optional<std::string> readFile(const std::string &path, std::string &error)
 
 std::string folderOf(const std::string &path) {
   size_t slash = path.rfind('/');
-  if (slash == std::string::npos)
-    return ".";
+  if (slash == std::string::npos) return ".";
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
@@ -42,21 +41,18 @@ ModuleLoader::ModuleLoader(DiagnosticEngine &diags, std::vector<std::string> sea
 std::vector<std::string> ModuleLoader::searchPathFromEnvironment() {
   std::vector<std::string> folders;
   const char *value = std::getenv("TGC_PATH");
-  if (!value)
-    return folders;
+  if (!value) return folders;
   std::stringstream list(value);
   std::string folder;
   while (std::getline(list, folder, ':'))
-    if (!folder.empty())
-      folders.push_back(folder);
+    if (!folder.empty()) folders.push_back(folder);
   return folders;
 }
 
 const Module *ModuleLoader::parse(const std::string &displayName, std::string text) {
   auto file = std::make_shared<const std::string>(displayName);
   std::unique_ptr<Module> module = parseModule(text, file, diags_);
-  if (!module)
-    return nullptr;
+  if (!module) return nullptr;
   modules_.push_back(std::move(module));
   return modules_.back().get();
 }
@@ -81,11 +77,9 @@ const Module *ModuleLoader::loadModule(const std::string &name, const std::strin
   folders.insert(folders.end(), searchPath_.begin(), searchPath_.end());
   for (const std::string &folder : folders) {
     std::string path = folder + "/" + name + ".tg";
-    if (auto cached = byName_.find(path); cached != byName_.end())
-      return cached->second;
+    if (auto cached = byName_.find(path); cached != byName_.end()) return cached->second;
     std::ifstream probe(path);
-    if (!probe)
-      continue;
+    if (!probe) continue;
     const Module *module = loadScript(path);
     byName_[path] = module;
     return module;
@@ -100,8 +94,7 @@ const Module *ModuleLoader::loadModule(const std::string &name, const std::strin
     return nullptr;
   }
   std::string key = "<stdlib>/" + name + ".tg";
-  if (auto cached = byName_.find(key); cached != byName_.end())
-    return cached->second;
+  if (auto cached = byName_.find(key); cached != byName_.end()) return cached->second;
   const Module *module = parse(key, found->second);
   byName_[key] = module;
   return module;

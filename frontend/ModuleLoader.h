@@ -22,8 +22,8 @@ public:
   const Module *loadScript(const std::string &path);
   /// Reads and parses source text held in memory (the REPL, tests) under a display name.
   const Module *loadSource(const std::string &displayName, std::string text);
-  /// Finds and parses module `name` imported at `loc` from a file in `importerFolder`; nullptr with a diagnostic
-  /// when it is not found or does not parse. Each module is parsed once.
+  /// Finds and parses module `name` imported at `loc` from a file in `importerFolder`; nullptr with a
+  /// diagnostic when it is not found or does not parse. Each module is parsed once.
   const Module *loadModule(const std::string &name, const std::string &importerFolder, const SourceLoc &loc);
 
   /// The folders searched, from $TGC_PATH (split on ':').

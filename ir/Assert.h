@@ -23,7 +23,7 @@ private:
 
 } // namespace tg::ir
 
-#define TG_ASSERT(cond)                                                                                     \
+#define TG_ASSERT(cond)                                                                                      \
   if (cond) {                                                                                                \
   } else                                                                                                     \
     ::tg::ir::AssertFailure(#cond, __FILE__, __LINE__)

@@ -42,8 +42,7 @@ Node *Graph::addNode(Op op, std::vector<Value *> inputs, SourceLoc loc, Pin pin)
   try {
     type = inferType(op, inputTypes);
   } catch (UserError &error) {
-    if (!error.loc.known())
-      error.loc = loc;
+    if (!error.loc.known()) error.loc = loc;
     throw;
   }
   auto node = std::unique_ptr<Node>(new Node(std::move(op)));
@@ -82,14 +81,12 @@ void Graph::setOutput(size_t index, Value *value) {
 std::vector<Node *> Graph::nodes() const {
   std::vector<Node *> live;
   for (const auto &node : nodes_)
-    if (node->alive_)
-      live.push_back(node.get());
+    if (node->alive_) live.push_back(node.get());
   return live;
 }
 
 const std::vector<Node *> &Graph::toposort() const {
-  if (topoValid_)
-    return topoCache_;
+  if (topoValid_) return topoCache_;
   // Iterative depth-first post-order from the outputs: inputs before users, deterministic. Visit states are
   // kept by node id (dense), not in a hash set: this runs after every change, on graphs of 100k nodes.
   enum : uint8_t { Unvisited, OnStack, Done };
@@ -97,16 +94,14 @@ const std::vector<Node *> &Graph::toposort() const {
   topoCache_.clear();
   std::vector<std::pair<Node *, size_t>> stack;
   for (Value *output : outputs_) {
-    if (!output->owner_ || state[output->owner_->id_] == Done)
-      continue;
+    if (!output->owner_ || state[output->owner_->id_] == Done) continue;
     stack.push_back({output->owner_, 0});
     state[output->owner_->id_] = OnStack;
     while (!stack.empty()) {
       auto &[node, next] = stack.back();
       if (next < node->inputs_.size()) {
         Node *producer = node->inputs_[next++]->owner_;
-        if (!producer || state[producer->id_] == Done)
-          continue;
+        if (!producer || state[producer->id_] == Done) continue;
         TG_ASSERT(state[producer->id_] != OnStack) << "the graph has a cycle through node " << producer->id_;
         stack.push_back({producer, 0});
         state[producer->id_] = OnStack;
@@ -138,7 +133,9 @@ void Graph::replaceUses(Value *old, Value *replacement) {
   topoValid_ = false;
 }
 
-void Graph::replace(Value *old, Value *replacement) { replaceAll({{old, replacement}}); }
+void Graph::replace(Value *old, Value *replacement) {
+  replaceAll({{old, replacement}});
+}
 
 void Graph::substitute(Value *old, Value *replacement) {
   TG_ASSERT(old->type_.dtype == replacement->type_.dtype && old->type_.rank() == replacement->type_.rank())
@@ -160,8 +157,7 @@ void Graph::removeDeadNodes() {
   std::vector<Node *> dead;
   std::unordered_set<Value *> touched;
   for (auto &node : nodes_) {
-    if (!node->alive_ || reachable[node->id_])
-      continue;
+    if (!node->alive_ || reachable[node->id_]) continue;
     node->alive_ = false;
     dead.push_back(node.get());
     touched.insert(node->inputs_.begin(), node->inputs_.end());
@@ -170,7 +166,8 @@ void Graph::removeDeadNodes() {
   // once, not once per dead client.
   for (Value *value : touched) {
     auto &uses = value->clients_;
-    uses.erase(std::remove_if(uses.begin(), uses.end(), [](const Use &use) { return use.node && !use.node->alive_; }),
+    uses.erase(std::remove_if(uses.begin(), uses.end(),
+                              [](const Use &use) { return use.node && !use.node->alive_; }),
                uses.end());
   }
   for (Node *node : dead)
@@ -189,11 +186,12 @@ std::vector<std::string> Graph::verify() const {
   // Every (node, input index) the client lists record, with the value recording it: one pass over the lists,
   // so a constant shared by many nodes costs its client count once.
   std::unordered_map<uint64_t, const Value *> recorded;
-  auto useKey = [](const Node *node, size_t index) { return (static_cast<uint64_t>(node->id_) << 24) | index; };
+  auto useKey = [](const Node *node, size_t index) {
+    return (static_cast<uint64_t>(node->id_) << 24) | index;
+  };
   for (const auto &value : values_)
     for (const Use &use : value->clients_)
-      if (use.node)
-        recorded.emplace(useKey(use.node, use.index), value.get());
+      if (use.node) recorded.emplace(useKey(use.node, use.index), value.get());
   for (const Node *node : nodes()) {
     std::string where = "node " + std::to_string(node->id_) + " (" + node->op_.name() + ")";
     std::vector<TensorType> inputTypes;
@@ -211,7 +209,8 @@ std::vector<std::string> Graph::verify() const {
     try {
       TensorType expected = inferType(node->op_, inputTypes);
       const TensorType &actual = node->outputs_[0]->type_;
-      if (expected.dtype != actual.dtype || expected.rank() != actual.rank() || expected.place != actual.place)
+      if (expected.dtype != actual.dtype || expected.rank() != actual.rank() ||
+          expected.place != actual.place)
         report(where + ": output type " + actual.str() + " does not match the inferred " + expected.str());
     } catch (const UserError &error) {
       report(where + ": " + error.message);

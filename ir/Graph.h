@@ -99,7 +99,8 @@ public:
 
   Value *addInput(TensorType type, std::string name);
   Value *addConstant(TensorData data, std::string name = {});
-  /// Adds a node whose output type is inferred from its inputs (throws UserError with `loc` when they do not fit).
+  /// Adds a node whose output type is inferred from its inputs (throws UserError with `loc` when they do not
+  /// fit).
   Node *addNode(Op op, std::vector<Value *> inputs, SourceLoc loc = {}, Pin pin = Pin::None);
   void addOutput(Value *value);
   /// Pins a node to a place (`@host` / `@device`).
@@ -117,8 +118,8 @@ public:
   void replace(Value *old, Value *replacement);
   /// All replacements at once, then one verification (the global lift's single validation).
   void replaceAll(const std::vector<std::pair<Value *, Value *>> &replacements);
-  /// Makes every client of `old` use `replacement`, without verifying: for rewrite drivers that make many small
-  /// changes and verify once at the end. The types must match (asserted).
+  /// Makes every client of `old` use `replacement`, without verifying: for rewrite drivers that make many
+  /// small changes and verify once at the end. The types must match (asserted).
   void substitute(Value *old, Value *replacement);
   /// Drops nodes no output depends on.
   void removeDeadNodes();

@@ -17,7 +17,9 @@ const OpInfo kOpInfos[] = {
 #include "ir/Ops.def"
 };
 
-[[noreturn]] void fail(const std::string &message) { throw UserError(message); }
+[[noreturn]] void fail(const std::string &message) {
+  throw UserError(message);
+}
 
 std::string listString(const std::vector<int64_t> &values) {
   std::string text = "[";
@@ -40,25 +42,27 @@ Shape staticShape(const std::vector<int64_t> &sizes) {
 }
 
 /// A symbolic dimension derived from others, labelled with how it was computed.
-Dim derived(const std::string &label) { return Dim::named(label); }
+Dim derived(const std::string &label) {
+  return Dim::named(label);
+}
 
 TensorType elementwiseType(const Op &op, const std::vector<TensorType> &inputs) {
   OpKind kind = op.kind();
   Shape shape = inputs[0].shape;
   for (size_t i = 1; i < inputs.size(); ++i) {
     auto result = broadcastShapes(shape, inputs[i].shape);
-    if (!result)
-      fail("cannot broadcast " + inputs[0].str() + " with " + inputs[i].str());
+    if (!result) fail("cannot broadcast " + inputs[0].str() + " with " + inputs[i].str());
     shape = *result;
   }
   DType dtype = inputs[0].dtype;
   auto requireSame = [&](size_t first) {
     for (size_t i = first + 1; i < inputs.size(); ++i)
-      TG_ASSERT(inputs[i].dtype == inputs[first].dtype)
-          << op.name() << ": operands " << inputs[first].str() << " and " << inputs[i].str() << " differ in dtype";
+      TG_ASSERT(inputs[i].dtype == inputs[first].dtype) << op.name() << ": operands " << inputs[first].str()
+                                                        << " and " << inputs[i].str() << " differ in dtype";
   };
   switch (kind) {
-  case OpKind::Cast: return {op.attrs().dtype, shape, inputs[0].place};
+  case OpKind::Cast:
+    return {op.attrs().dtype, shape, inputs[0].place};
   case OpKind::Not:
   case OpKind::And:
   case OpKind::Or:
@@ -69,11 +73,11 @@ TensorType elementwiseType(const Op &op, const std::vector<TensorType> &inputs) 
     TG_ASSERT(inputs[0].dtype == DType::Bool) << "where: the condition must be bool";
     requireSame(1);
     return {inputs[1].dtype, shape, inputs[0].place};
-  default: break;
+  default:
+    break;
   }
   requireSame(0);
-  if (isComparison(kind))
-    return {DType::Bool, shape, inputs[0].place};
+  if (isComparison(kind)) return {DType::Bool, shape, inputs[0].place};
   return {dtype, shape, inputs[0].place};
 }
 
@@ -90,11 +94,11 @@ TensorType reductionType(const Op &op, const TensorType &input) {
   const OpAttrs &attrs = op.attrs();
   Shape shape;
   if ((op.kind() == OpKind::Argmax || op.kind() == OpKind::Argmin) && attrs.axes.empty()) {
-    if (attrs.keepdims)
-      shape.assign(input.rank(), Dim::of(1));
+    if (attrs.keepdims) shape.assign(input.rank(), Dim::of(1));
   } else {
     for (size_t i = 0; i < input.rank(); ++i) {
-      bool reduced = std::find(attrs.axes.begin(), attrs.axes.end(), static_cast<int64_t>(i)) != attrs.axes.end();
+      bool reduced =
+          std::find(attrs.axes.begin(), attrs.axes.end(), static_cast<int64_t>(i)) != attrs.axes.end();
       if (!reduced)
         shape.push_back(input.shape[i]);
       else if (attrs.keepdims)
@@ -104,13 +108,22 @@ TensorType reductionType(const Op &op, const TensorType &input) {
   DType dtype = input.dtype;
   switch (op.kind()) {
   case OpKind::Sum:
-  case OpKind::Prod: dtype = isFloat(input.dtype) ? input.dtype : DType::I64; break;
-  case OpKind::Mean: dtype = isFloat(input.dtype) ? input.dtype : DType::F64; break;
+  case OpKind::Prod:
+    dtype = isFloat(input.dtype) ? input.dtype : DType::I64;
+    break;
+  case OpKind::Mean:
+    dtype = isFloat(input.dtype) ? input.dtype : DType::F64;
+    break;
   case OpKind::Argmax:
-  case OpKind::Argmin: dtype = DType::I64; break;
+  case OpKind::Argmin:
+    dtype = DType::I64;
+    break;
   case OpKind::Any:
-  case OpKind::All: dtype = DType::Bool; break;
-  default: break;
+  case OpKind::All:
+    dtype = DType::Bool;
+    break;
+  default:
+    break;
   }
   return {dtype, shape, input.place};
 }
@@ -121,21 +134,16 @@ TensorType matmulType(const TensorType &a, const TensorType &b) {
     fail("matmul: operands must have at least one dimension, got " + a.str() + " @ " + b.str());
   Shape left = a.shape, right = b.shape;
   bool vectorLeft = left.size() == 1, vectorRight = right.size() == 1;
-  if (vectorLeft)
-    left.insert(left.begin(), Dim::of(1));
-  if (vectorRight)
-    right.push_back(Dim::of(1));
+  if (vectorLeft) left.insert(left.begin(), Dim::of(1));
+  if (vectorRight) right.push_back(Dim::of(1));
   const Dim &inner = left.back(), &innerRight = right[right.size() - 2];
   if (inner.isStatic() && innerRight.isStatic() && inner != innerRight)
     fail("matmul: inner dimensions do not match: " + a.str() + " @ " + b.str());
   auto batch = broadcastShapes(Shape(left.begin(), left.end() - 2), Shape(right.begin(), right.end() - 2));
-  if (!batch)
-    fail("matmul: cannot broadcast the batch dimensions of " + a.str() + " and " + b.str());
+  if (!batch) fail("matmul: cannot broadcast the batch dimensions of " + a.str() + " and " + b.str());
   Shape shape = *batch;
-  if (!vectorLeft)
-    shape.push_back(left[left.size() - 2]);
-  if (!vectorRight)
-    shape.push_back(right.back());
+  if (!vectorLeft) shape.push_back(left[left.size() - 2]);
+  if (!vectorRight) shape.push_back(right.back());
   return {a.dtype, shape, a.place};
 }
 
@@ -145,8 +153,7 @@ TensorType reshapeType(const Op &op, const TensorType &input) {
   int64_t product = 1, inferred = -1;
   for (size_t i = 0; i < target.size(); ++i) {
     if (target[i] == -1) {
-      if (inferred >= 0)
-        fail("reshape: can only specify one unknown dimension (-1)");
+      if (inferred >= 0) fail("reshape: can only specify one unknown dimension (-1)");
       inferred = static_cast<int64_t>(i);
     } else if (target[i] < 0) {
       fail("reshape: invalid dimension " + std::to_string(target[i]));
@@ -156,8 +163,7 @@ TensorType reshapeType(const Op &op, const TensorType &input) {
   }
   Shape shape = staticShape(target);
   if (!known) {
-    if (inferred >= 0)
-      shape[inferred] = derived("reshape" + std::to_string(inferred));
+    if (inferred >= 0) shape[inferred] = derived("reshape" + std::to_string(inferred));
     return {input.dtype, shape, input.place};
   }
   if (inferred >= 0) {
@@ -189,8 +195,7 @@ TensorType sliceType(const Op &op, const TensorType &input) {
              " with size " + std::to_string(dim.size));
       continue;
     }
-    if (s.step == 0)
-      fail("slice step cannot be zero");
+    if (s.step == 0) fail("slice step cannot be zero");
     if (!dim.isStatic()) {
       bool whole = !s.hasStart && !s.hasStop && s.step == 1;
       shape.push_back(whole ? dim : derived(dim.symbol + "[" + s.str() + "]"));
@@ -199,12 +204,9 @@ TensorType sliceType(const Op &op, const TensorType &input) {
     // Python's slice.indices, then the element count.
     int64_t n = dim.size, step = s.step;
     auto clamp = [&](bool has, int64_t value, int64_t fallback) {
-      if (!has)
-        return fallback;
-      if (value < 0)
-        value += n;
-      if (step > 0)
-        return std::clamp<int64_t>(value, 0, n);
+      if (!has) return fallback;
+      if (value < 0) value += n;
+      if (step > 0) return std::clamp<int64_t>(value, 0, n);
       return std::clamp<int64_t>(value, -1, n - 1);
     };
     int64_t start = clamp(s.hasStart, s.start, step > 0 ? 0 : n - 1);
@@ -217,13 +219,11 @@ TensorType sliceType(const Op &op, const TensorType &input) {
 }
 
 TensorType joinType(const Op &op, const std::vector<TensorType> &inputs) {
-  if (inputs.empty())
-    fail(std::string(op.name()) + " needs at least one array");
+  if (inputs.empty()) fail(std::string(op.name()) + " needs at least one array");
   const TensorType &first = inputs[0];
   bool stack = op.kind() == OpKind::Stack;
   size_t rank = first.rank() + (stack ? 1 : 0);
-  if (!stack && first.isScalar())
-    fail("concat: zero-dimensional arrays cannot be concatenated");
+  if (!stack && first.isScalar()) fail("concat: zero-dimensional arrays cannot be concatenated");
   int64_t axis = normalizeAxis(op.attrs().axes.at(0), rank, op.name());
   Shape shape = first.shape;
   for (size_t i = 1; i < inputs.size(); ++i) {
@@ -231,8 +231,7 @@ TensorType joinType(const Op &op, const std::vector<TensorType> &inputs) {
     bool fits = inputs[i].rank() == first.rank();
     for (size_t d = 0; fits && d < first.rank(); ++d) {
       const Dim &x = first.shape[d], &y = inputs[i].shape[d];
-      if (!stack && static_cast<int64_t>(d) == axis)
-        continue;
+      if (!stack && static_cast<int64_t>(d) == axis) continue;
       fits = x == y || !x.isStatic() || !y.isStatic();
     }
     if (!fits)
@@ -258,8 +257,12 @@ TensorType joinType(const Op &op, const std::vector<TensorType> &inputs) {
 
 } // namespace
 
-const OpInfo &opInfo(OpKind kind) { return kOpInfos[static_cast<size_t>(kind)]; }
-const char *opName(OpKind kind) { return opInfo(kind).name; }
+const OpInfo &opInfo(OpKind kind) {
+  return kOpInfos[static_cast<size_t>(kind)];
+}
+const char *opName(OpKind kind) {
+  return opInfo(kind).name;
+}
 
 bool isUnaryElementwise(OpKind kind) {
   return opInfo(kind).fusion == FusionKind::Elementwise && opInfo(kind).arity == 1;
@@ -274,11 +277,15 @@ bool isComparison(OpKind kind) {
   case OpKind::Gt:
   case OpKind::Ge:
   case OpKind::Eq:
-  case OpKind::Ne: return true;
-  default: return false;
+  case OpKind::Ne:
+    return true;
+  default:
+    return false;
   }
 }
-bool isReduction(OpKind kind) { return opInfo(kind).fusion == FusionKind::Reduce; }
+bool isReduction(OpKind kind) {
+  return opInfo(kind).fusion == FusionKind::Reduce;
+}
 
 bool SliceSpec::operator==(const SliceSpec &other) const {
   return isIndex == other.isIndex && start == other.start && stop == other.stop && step == other.step &&
@@ -286,11 +293,9 @@ bool SliceSpec::operator==(const SliceSpec &other) const {
 }
 
 std::string SliceSpec::str() const {
-  if (isIndex)
-    return std::to_string(start);
+  if (isIndex) return std::to_string(start);
   std::string text = (hasStart ? std::to_string(start) : "") + ":" + (hasStop ? std::to_string(stop) : "");
-  if (step != 1)
-    text += ":" + std::to_string(step);
+  if (step != 1) text += ":" + std::to_string(step);
   return text;
 }
 
@@ -320,17 +325,22 @@ std::string Op::attrString() const {
   const OpAttrs &a = attrs_;
   std::vector<std::string> parts;
   switch (kind_) {
-  case OpKind::Cast: parts.push_back(std::string("to=") + dtypeName(a.dtype)); break;
-  case OpKind::Transpose: parts.push_back("perm=" + listString(a.axes)); break;
+  case OpKind::Cast:
+    parts.push_back(std::string("to=") + dtypeName(a.dtype));
+    break;
+  case OpKind::Transpose:
+    parts.push_back("perm=" + listString(a.axes));
+    break;
   case OpKind::Reshape:
-  case OpKind::BroadcastTo: parts.push_back("shape=" + listString(a.shape)); break;
+  case OpKind::BroadcastTo:
+    parts.push_back("shape=" + listString(a.shape));
+    break;
   case OpKind::Concat:
   case OpKind::Stack:
   case OpKind::Sort:
   case OpKind::Argsort:
   case OpKind::Cumsum:
-    if (!a.axes.empty())
-      parts.push_back("axis=" + std::to_string(a.axes[0]));
+    if (!a.axes.empty()) parts.push_back("axis=" + std::to_string(a.axes[0]));
     break;
   case OpKind::Slice: {
     std::string text = "[";
@@ -341,7 +351,9 @@ std::string Op::attrString() const {
   }
   case OpKind::Zeros:
   case OpKind::Ones:
-  case OpKind::Eye: parts.push_back("shape=" + listString(a.shape)); break;
+  case OpKind::Eye:
+    parts.push_back("shape=" + listString(a.shape));
+    break;
   case OpKind::Full:
     parts.push_back("shape=" + listString(a.shape));
     parts.push_back("value=" + numberString(a.scalars.at(0)));
@@ -358,10 +370,8 @@ std::string Op::attrString() const {
     break;
   default:
     if (isReduction(kind_)) {
-      if (!a.axes.empty())
-        parts.push_back("axes=" + listString(a.axes));
-      if (a.keepdims)
-        parts.push_back("keepdims");
+      if (!a.axes.empty()) parts.push_back("axes=" + listString(a.axes));
+      if (a.keepdims) parts.push_back("keepdims");
     }
     break;
   }
@@ -384,15 +394,16 @@ TensorType inferType(const Op &op, const std::vector<TensorType> &inputs) {
       << op.name() << " takes " << info.arity << " inputs, got " << inputs.size();
   const OpAttrs &attrs = op.attrs();
   switch (info.fusion) {
-  case FusionKind::Elementwise: return elementwiseType(op, inputs);
-  case FusionKind::Reduce: return reductionType(op, inputs[0]);
+  case FusionKind::Elementwise:
+    return elementwiseType(op, inputs);
+  case FusionKind::Reduce:
+    return reductionType(op, inputs[0]);
   case FusionKind::Creation:
     if (op.kind() == OpKind::ZerosLike || op.kind() == OpKind::OnesLike)
       return {inputs[0].dtype, inputs[0].shape, inputs[0].place};
     if (op.kind() == OpKind::Arange) {
       double start = attrs.scalars.at(0), stop = attrs.scalars.at(1), step = attrs.scalars.at(2);
-      if (step == 0)
-        fail("arange: step cannot be zero");
+      if (step == 0) fail("arange: step cannot be zero");
       double count = std::ceil((stop - start) / step);
       return {attrs.dtype, {Dim::of(count > 0 ? static_cast<int64_t>(count) : 0)}, Place::Host};
     }
@@ -400,11 +411,13 @@ TensorType inferType(const Op &op, const std::vector<TensorType> &inputs) {
       if (d < 0)
         fail(std::string(op.name()) + ": negative dimensions are not allowed: " + listString(attrs.shape));
     return {attrs.dtype, staticShape(attrs.shape), Place::Host};
-  default: break;
+  default:
+    break;
   }
   const TensorType &input = inputs.empty() ? TensorType{} : inputs[0];
   switch (op.kind()) {
-  case OpKind::Matmul: return matmulType(inputs[0], inputs[1]);
+  case OpKind::Matmul:
+    return matmulType(inputs[0], inputs[1]);
   case OpKind::Transpose: {
     std::vector<int64_t> sorted = attrs.axes;
     std::sort(sorted.begin(), sorted.end());
@@ -418,7 +431,8 @@ TensorType inferType(const Op &op, const std::vector<TensorType> &inputs) {
       shape.push_back(input.shape[axis]);
     return {input.dtype, shape, input.place};
   }
-  case OpKind::Reshape: return reshapeType(op, input);
+  case OpKind::Reshape:
+    return reshapeType(op, input);
   case OpKind::BroadcastTo: {
     Shape target = staticShape(attrs.shape);
     auto result = broadcastShapes(input.shape, target);
@@ -426,13 +440,14 @@ TensorType inferType(const Op &op, const std::vector<TensorType> &inputs) {
       fail("cannot broadcast " + input.str() + " to shape " + listString(attrs.shape));
     return {input.dtype, target, input.place};
   }
-  case OpKind::Slice: return sliceType(op, input);
+  case OpKind::Slice:
+    return sliceType(op, input);
   case OpKind::Concat:
-  case OpKind::Stack: return joinType(op, inputs);
+  case OpKind::Stack:
+    return joinType(op, inputs);
   case OpKind::Sort:
   case OpKind::Argsort:
-    if (input.isScalar())
-      fail(std::string(op.name()) + ": cannot sort a zero-dimensional array");
+    if (input.isScalar()) fail(std::string(op.name()) + ": cannot sort a zero-dimensional array");
     normalizeAxis(attrs.axes.at(0), input.rank(), op.name());
     return {op.kind() == OpKind::Sort ? input.dtype : DType::I64, input.shape, input.place};
   case OpKind::Cumsum: {
@@ -444,7 +459,8 @@ TensorType inferType(const Op &op, const std::vector<TensorType> &inputs) {
     normalizeAxis(attrs.axes[0], input.rank(), op.name());
     return {dtype, input.shape, input.place};
   }
-  default: break;
+  default:
+    break;
   }
   TG_ASSERT(false) << "no type inference for " << op.name();
   return {};

@@ -42,11 +42,11 @@ struct SliceSpec {
   std::string str() const;
 };
 
-/// Attributes, by op: cast and creation use dtype; reductions use axes (all axes listed; empty for argmax/argmin
-/// means the flattened array) and keepdims; transpose keeps its permutation in axes; concat, stack, sort, argsort
-/// and cumsum keep their axis in axes[0] (cumsum with no axis flattens); reshape, broadcast_to and creation ops
-/// keep a shape (reshape may hold one -1); full keeps its value in scalars[0], arange start/stop/step in scalars;
-/// rand and randn keep their seed.
+/// Attributes, by op: cast and creation use dtype; reductions use axes (all axes listed; empty for
+/// argmax/argmin means the flattened array) and keepdims; transpose keeps its permutation in axes; concat,
+/// stack, sort, argsort and cumsum keep their axis in axes[0] (cumsum with no axis flattens); reshape,
+/// broadcast_to and creation ops keep a shape (reshape may hold one -1); full keeps its value in scalars[0],
+/// arange start/stop/step in scalars; rand and randn keep their seed.
 struct OpAttrs {
   DType dtype = DType::F32;
   std::vector<int64_t> axes;
@@ -79,9 +79,9 @@ private:
   OpAttrs attrs_;
 };
 
-/// The output type of `op` applied to inputs of these types, following NumPy's shape rules. Operands must already
-/// have the dtypes the op requires (the front end inserts casts). Throws UserError (without a location) when the
-/// shapes or dtypes do not fit; the caller adds the location.
+/// The output type of `op` applied to inputs of these types, following NumPy's shape rules. Operands must
+/// already have the dtypes the op requires (the front end inserts casts). Throws UserError (without a
+/// location) when the shapes or dtypes do not fit; the caller adds the location.
 TensorType inferType(const Op &op, const std::vector<TensorType> &inputs);
 
 } // namespace tg::ir

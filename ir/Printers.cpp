@@ -19,8 +19,7 @@ std::string letterId(size_t index) {
 std::string elementText(const TensorData &data, int64_t index) {
   char buffer[64];
   double value = data.get(index);
-  if (data.dtype == DType::Bool)
-    return value ? "true" : "false";
+  if (data.dtype == DType::Bool) return value ? "true" : "false";
   std::to_chars_result result = data.dtype == DType::F32
                                     ? std::to_chars(buffer, buffer + sizeof buffer, static_cast<float>(value))
                                     : std::to_chars(buffer, buffer + sizeof buffer, value);
@@ -28,8 +27,7 @@ std::string elementText(const TensorData &data, int64_t index) {
 }
 
 std::string constantText(const TensorData &data) {
-  if (data.shape.empty())
-    return elementText(data, 0);
+  if (data.shape.empty()) return elementText(data, 0);
   int64_t count = data.numElements();
   std::string text = "[";
   for (int64_t i = 0; i < count && i < 6; ++i)
@@ -37,7 +35,9 @@ std::string constantText(const TensorData &data) {
   return text + (count > 6 ? " ...]" : "]");
 }
 
-std::string place(const Node &node) { return node.output()->type().place == Place::Device ? "device" : "host"; }
+std::string place(const Node &node) {
+  return node.output()->type().place == Place::Device ? "device" : "host";
+}
 
 class TreePrinter {
 public:
@@ -52,8 +52,7 @@ public:
     }
     bool seen = printedNodes_.count(node);
     out_ << (seen ? " (shown above)\n" : "\n");
-    if (seen)
-      return;
+    if (seen) return;
     printedNodes_[node] = true;
     for (const Value *input : node->inputs())
       print(input, "", indent + " |");
@@ -89,10 +88,18 @@ std::string jsonQuote(const std::string &text) {
   std::string quoted = "\"";
   for (char c : text) {
     switch (c) {
-    case '"': quoted += "\\\""; break;
-    case '\\': quoted += "\\\\"; break;
-    case '\n': quoted += "\\n"; break;
-    case '\t': quoted += "\\t"; break;
+    case '"':
+      quoted += "\\\"";
+      break;
+    case '\\':
+      quoted += "\\\\";
+      break;
+    case '\n':
+      quoted += "\\n";
+      break;
+    case '\t':
+      quoted += "\\t";
+      break;
     default:
       if (static_cast<unsigned char>(c) < 0x20) {
         char buffer[8];
@@ -105,7 +112,6 @@ std::string jsonQuote(const std::string &text) {
   }
   return quoted + "\"";
 }
-
 
 std::string printIr(const Program &program) {
   std::ostringstream out;
@@ -164,22 +170,22 @@ std::string printJson(const Program &program, const std::string &profile) {
         << "\", \"inputs\": [";
     for (size_t j = 0; j < node.inputs().size(); ++j) {
       out << (j ? ", " : "") << node.input(j)->id();
-      if (node.input(j)->isConstant())
-        constants[node.input(j)->id()] = node.input(j);
+      if (node.input(j)->isConstant()) constants[node.input(j)->id()] = node.input(j);
     }
-    out << "], \"outputs\": [" << node.output()->id() << "], \"type\": " << jsonQuote(node.output()->type().str())
+    out << "], \"outputs\": [" << node.output()->id()
+        << "], \"type\": " << jsonQuote(node.output()->type().str())
         << ", \"loc\": " << jsonQuote(node.loc().str()) << "}";
   }
   out << "\n  ],\n  \"constants\": [";
   bool first = true;
   for (const auto &[id, value] : constants) {
-    out << (first ? "" : ", ") << "{\"id\": " << value->id() << ", \"type\": " << jsonQuote(value->type().str())
+    out << (first ? "" : ", ") << "{\"id\": " << value->id()
+        << ", \"type\": " << jsonQuote(value->type().str())
         << ", \"value\": " << jsonQuote(constantText(value->constant())) << "}";
     first = false;
   }
   out << "]";
-  if (!profile.empty())
-    out << ",\n  \"profile\": " << profile;
+  if (!profile.empty()) out << ",\n  \"profile\": " << profile;
   out << "\n}\n";
   return out.str();
 }

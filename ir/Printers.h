@@ -1,4 +1,5 @@
-// Text forms of a program's graph: a debugprint-style tree (--emit=ir), JSON (--emit=json) and DOT (--emit=dot).
+// Text forms of a program's graph: a debugprint-style tree (--emit=ir), JSON (--emit=json) and DOT
+// (--emit=dot).
 #pragma once
 
 #include "ir/Program.h"
@@ -12,10 +13,10 @@ namespace tg::ir {
 std::string printIr(const Program &program);
 std::string printIr(const Graph &graph);
 
-/// The schema of DESIGN.md: {"inputs", "params", "outputs", "updates", "nodes": [{"id", "op", "attrs", "place",
-/// "inputs", "outputs", "type", "loc"}], "constants": [...]}. Value ids are shared by every list; node ids are
-/// positions in topological order.
-/// `profile`, when not empty, is JSON text added as the "profile" member (the optimizer's profile).
+/// The schema of DESIGN.md: {"inputs", "params", "outputs", "updates", "nodes": [{"id", "op", "attrs",
+/// "place", "inputs", "outputs", "type", "loc"}], "constants": [...]}. Value ids are shared by every list;
+/// node ids are positions in topological order. `profile`, when not empty, is JSON text added as the
+/// "profile" member (the optimizer's profile).
 std::string printJson(const Program &program, const std::string &profile = "");
 
 /// `text` as a JSON string literal, quotes and escapes included.

@@ -1,5 +1,5 @@
-// Program: a compiled script. A step graph (inputs, params, outputs, updates) plus the graph that computes the
-// params' initial values. Theano's compiled function with shared variables and updates.
+// Program: a compiled script. A step graph (inputs, params, outputs, updates) plus the graph that computes
+// the params' initial values. Theano's compiled function with shared variables and updates.
 #pragma once
 
 #include "ir/Graph.h"

@@ -22,7 +22,8 @@ struct SourceLoc {
 /// reported with its location and exit code 1. Never used for compiler bugs (those are TG_ASSERTs).
 class UserError : public std::exception {
 public:
-  explicit UserError(std::string message, SourceLoc loc = {}) : message(std::move(message)), loc(std::move(loc)) {}
+  explicit UserError(std::string message, SourceLoc loc = {})
+      : message(std::move(message)), loc(std::move(loc)) {}
   const char *what() const noexcept override { return message.c_str(); }
 
   std::string message;

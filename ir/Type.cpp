@@ -14,8 +14,7 @@ std::vector<bool> TensorType::broadcastable() const {
 std::optional<int64_t> TensorType::staticNumElements() const {
   int64_t count = 1;
   for (const Dim &d : shape) {
-    if (!d.isStatic())
-      return std::nullopt;
+    if (!d.isStatic()) return std::nullopt;
     count *= d.size;
   }
   return count;
@@ -34,10 +33,8 @@ std::string shapeString(const Shape &shape) {
 
 std::string TensorType::str() const {
   std::string text = dtypeName(dtype);
-  if (!shape.empty())
-    text += shapeString(shape);
-  if (place == Place::Device)
-    text += "@device";
+  if (!shape.empty()) text += shapeString(shape);
+  if (place == Place::Device) text += "@device";
   return text;
 }
 

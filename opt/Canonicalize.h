@@ -5,8 +5,8 @@
 
 namespace tg::opt {
 
-/// The canonicalize rules, in the order the equilibrium driver tries them. Every rule preserves the output's dtype
-/// and shape exactly.
+/// The canonicalize rules, in the order the equilibrium driver tries them. Every rule preserves the output's
+/// dtype and shape exactly.
 std::vector<RewriteRule> canonicalizeRules();
 
 } // namespace tg::opt

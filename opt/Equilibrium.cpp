@@ -11,10 +11,8 @@ class Worklist : public ir::GraphListener {
 public:
   void push(ir::Node *node) {
     size_t id = static_cast<size_t>(node->id());
-    if (id >= queued_.size())
-      queued_.resize(id + 1, false);
-    if (queued_[id])
-      return;
+    if (id >= queued_.size()) queued_.resize(id + 1, false);
+    if (queued_[id]) return;
     queued_[id] = true;
     nodes_.push_back(node);
   }
@@ -34,14 +32,14 @@ private:
 
 } // namespace
 
-void rewriteToFixedPoint(RewriteContext &context, const std::vector<RewriteRule> &rules, PassProfile &profile) {
+void rewriteToFixedPoint(RewriteContext &context, const std::vector<RewriteRule> &rules,
+                         PassProfile &profile) {
   ir::Graph &graph = context.graph;
   std::vector<std::vector<const RewriteRule *>> byKind;
   for (const RewriteRule &rule : rules) {
     for (ir::OpKind kind : rule.kinds) {
       size_t index = static_cast<size_t>(kind);
-      if (index >= byKind.size())
-        byKind.resize(index + 1);
+      if (index >= byKind.size()) byKind.resize(index + 1);
       byKind[index].push_back(&rule);
     }
   }
@@ -55,20 +53,17 @@ void rewriteToFixedPoint(RewriteContext &context, const std::vector<RewriteRule>
     ir::Node *node = worklist.pop();
     ir::Value *output = node->output();
     size_t kind = static_cast<size_t>(node->op().kind());
-    if (output->clients().empty() || kind >= byKind.size())
-      continue;
+    if (output->clients().empty() || kind >= byKind.size()) continue;
     for (const RewriteRule *rule : byKind[kind]) {
       context.current = node;
       ir::Value *replacement = rule->apply(context, node);
       context.current = nullptr;
-      if (!replacement || replacement == output)
-        continue;
+      if (!replacement || replacement == output) continue;
       std::vector<ir::Use> clients = output->clients();
       graph.substitute(output, replacement);
       ++profile.rewrites[rule->name];
       for (const ir::Use &use : clients)
-        if (use.node)
-          worklist.push(use.node);
+        if (use.node) worklist.push(use.node);
       ++applied;
       break;
     }

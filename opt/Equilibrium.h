@@ -17,6 +17,7 @@ namespace tg::opt {
 /// Rewrites `context.graph` to a fixed point of `rules`. Records each application in `profile.rewrites` and
 /// warns (in profile.warnings) when the iteration guard stops a rule set that does not converge. Does not
 /// verify the graph; dead nodes are left for the caller to remove.
-void rewriteToFixedPoint(RewriteContext &context, const std::vector<RewriteRule> &rules, PassProfile &profile);
+void rewriteToFixedPoint(RewriteContext &context, const std::vector<RewriteRule> &rules,
+                         PassProfile &profile);
 
 } // namespace tg::opt

@@ -11,8 +11,7 @@ void mergeEquivalent(ir::Graph &graph, PassProfile &profile) {
     size_t hash = ir::hashTensorData(value->constant());
     auto [begin, end] = constants.equal_range(hash);
     for (auto it = begin; it != end; ++it)
-      if (it->second == value || it->second->constant() == value->constant())
-        return it->second;
+      if (it->second == value || it->second->constant() == value->constant()) return it->second;
     constants.emplace(hash, value);
     return value;
   };
@@ -20,8 +19,7 @@ void mergeEquivalent(ir::Graph &graph, PassProfile &profile) {
   std::vector<ir::Node *> order = graph.toposort();
   for (ir::Node *node : order) {
     for (ir::Value *input : std::vector<ir::Value *>(node->inputs())) {
-      if (!input->isConstant())
-        continue;
+      if (!input->isConstant()) continue;
       ir::Value *canonical = canonicalConstant(input);
       if (canonical != input) {
         graph.substitute(input, canonical);

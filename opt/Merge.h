@@ -6,8 +6,8 @@
 
 namespace tg::opt {
 
-/// Afterwards no two live nodes compute the same op on the same inputs, and no two constants used by nodes hold
-/// the same data. Linear in the graph (hashing). Does not verify; leaves the merged-away nodes dead.
+/// Afterwards no two live nodes compute the same op on the same inputs, and no two constants used by nodes
+/// hold the same data. Linear in the graph (hashing). Does not verify; leaves the merged-away nodes dead.
 void mergeEquivalent(ir::Graph &graph, PassProfile &profile);
 
 } // namespace tg::opt

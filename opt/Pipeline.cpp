@@ -17,7 +17,9 @@ namespace tg::opt {
 
 namespace {
 
-void runMerge(ir::Graph &graph, RewriteContext &, PassProfile &profile) { mergeEquivalent(graph, profile); }
+void runMerge(ir::Graph &graph, RewriteContext &, PassProfile &profile) {
+  mergeEquivalent(graph, profile);
+}
 
 void runConstantFold(ir::Graph &, RewriteContext &context, PassProfile &profile) {
   rewriteToFixedPoint(context, {constantFoldRule()}, profile);
@@ -44,15 +46,16 @@ void runSpecialize(ir::Graph &, RewriteContext &context, PassProfile &profile) {
 bool selected(const PassInfo &pass, const OptimizerOptions &options) {
   auto matches = [&](const std::vector<std::string> &query) {
     for (const std::string &entry : query)
-      if (entry == pass.name || std::count(pass.tags.begin(), pass.tags.end(), entry))
-        return true;
+      if (entry == pass.name || std::count(pass.tags.begin(), pass.tags.end(), entry)) return true;
     return false;
   };
   bool byDefault = std::count(pass.tags.begin(), pass.tags.end(), "fast_run") > 0;
   return (byDefault || matches(options.include)) && !matches(options.exclude);
 }
 
-size_t liveNodes(const ir::Graph &graph) { return graph.toposort().size(); }
+size_t liveNodes(const ir::Graph &graph) {
+  return graph.toposort().size();
+}
 
 } // namespace
 
@@ -69,8 +72,7 @@ const std::vector<PassInfo> &passTable() {
 
 bool isPassOrTag(const std::string &name) {
   for (const PassInfo &pass : passTable())
-    if (pass.name == name || std::count(pass.tags.begin(), pass.tags.end(), name))
-      return true;
+    if (pass.name == name || std::count(pass.tags.begin(), pass.tags.end(), name)) return true;
   return false;
 }
 
@@ -91,8 +93,7 @@ OptimizerProfile optimize(ir::Program &program, const OptimizerOptions &options)
   bool verify = options.verifyEach;
 #endif
   for (const PassInfo &pass : passTable()) {
-    if (!selected(pass, options))
-      continue;
+    if (!selected(pass, options)) continue;
     PassProfile passProfile;
     passProfile.name = pass.name;
     auto start = std::chrono::steady_clock::now();
@@ -111,15 +112,14 @@ OptimizerProfile optimize(ir::Program &program, const OptimizerOptions &options)
         *options.log << "tgc: warning: " << pass.name << ": " << warning << "\n";
       if (options.printAfter == pass.name) {
         bool changed = passProfile.nodesBefore != passProfile.nodesAfter || !passProfile.rewrites.empty();
-        *options.log << "# after " << pass.name << (changed ? "" : " (unchanged)") << "\n" << ir::printIr(program);
+        *options.log << "# after " << pass.name << (changed ? "" : " (unchanged)") << "\n"
+                     << ir::printIr(program);
       }
     }
     profile.passes.push_back(std::move(passProfile));
-    if (options.stopAfter == pass.name)
-      break;
+    if (options.stopAfter == pass.name) break;
   }
-  if (!verify)
-    graph.verifyOrDie(); // the one validation of a release build
+  if (!verify) graph.verifyOrDie(); // the one validation of a release build
   return profile;
 }
 
@@ -134,9 +134,9 @@ std::string formatProfile(const OptimizerProfile &profile) {
     size_t applied = 0;
     for (const auto &[rule, count] : pass.rewrites)
       applied += count;
-    std::snprintf(line, sizeof line, "%-16s %10.6f %6.1f%% %8zu %8zu %6zu  %zu\n", pass.name.c_str(), pass.seconds,
-                  total > 0 ? 100 * pass.seconds / total : 0.0, pass.nodesBefore, pass.nodesAfter, pass.validations,
-                  applied);
+    std::snprintf(line, sizeof line, "%-16s %10.6f %6.1f%% %8zu %8zu %6zu  %zu\n", pass.name.c_str(),
+                  pass.seconds, total > 0 ? 100 * pass.seconds / total : 0.0, pass.nodesBefore,
+                  pass.nodesAfter, pass.validations, applied);
     out << line;
     for (const auto &[rule, count] : pass.rewrites)
       out << "    " << count << "  " << rule << "\n";

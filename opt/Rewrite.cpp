@@ -12,15 +12,12 @@ ir::Value *RewriteContext::constant(double value, ir::DType dtype) {
 }
 
 std::optional<double> RewriteContext::uniformValue(const ir::Value *value) {
-  if (!value->isConstant())
-    return std::nullopt;
+  if (!value->isConstant()) return std::nullopt;
   const ir::TensorData &data = value->constant();
-  if (data.numElements() == 0)
-    return std::nullopt;
+  if (data.numElements() == 0) return std::nullopt;
   double first = data.get(0);
   for (int64_t i = 1; i < data.numElements(); ++i)
-    if (data.get(i) != first)
-      return std::nullopt;
+    if (data.get(i) != first) return std::nullopt;
   return first;
 }
 
@@ -34,15 +31,14 @@ ir::Value *RewriteContext::ifSameType(const ir::Node *node, ir::Value *value) {
   return have.dtype == want.dtype && have.shape == want.shape && have.place == want.place ? value : nullptr;
 }
 
-ir::Value *RewriteContext::makeSameType(const ir::Node *node, ir::OpKind kind, std::vector<ir::Value *> inputs,
-                                         ir::OpAttrs attrs) {
+ir::Value *RewriteContext::makeSameType(const ir::Node *node, ir::OpKind kind,
+                                        std::vector<ir::Value *> inputs, ir::OpAttrs attrs) {
   ir::Op op(kind, std::move(attrs));
   std::vector<ir::TensorType> types;
   for (const ir::Value *input : inputs)
     types.push_back(input->type());
   try {
-    if (ir::inferType(op, types) != node->output()->type())
-      return nullptr;
+    if (ir::inferType(op, types) != node->output()->type()) return nullptr;
   } catch (const ir::UserError &) {
     return nullptr;
   }
@@ -50,11 +46,9 @@ ir::Value *RewriteContext::makeSameType(const ir::Node *node, ir::OpKind kind, s
 }
 
 ir::Value *RewriteContext::broadcastLike(const ir::Node *node, ir::Value *value) {
-  if (ifSameType(node, value))
-    return value;
+  if (ifSameType(node, value)) return value;
   const ir::TensorType &want = node->output()->type();
-  if (!want.staticNumElements())
-    return nullptr;
+  if (!want.staticNumElements()) return nullptr;
   ir::OpAttrs attrs;
   for (const ir::Dim &dim : want.shape)
     attrs.shape.push_back(dim.size);
@@ -75,8 +69,7 @@ ir::Value *RewriteContext::fill(const ir::Node *node, double value, ir::Value *l
       attrs.scalars = {value};
     return makeSameType(node, kind, {}, std::move(attrs));
   }
-  if ((value != 0 && value != 1) || !like || !ifSameType(node, like))
-    return nullptr;
+  if ((value != 0 && value != 1) || !like || !ifSameType(node, like)) return nullptr;
   return make(value == 0 ? ir::OpKind::ZerosLike : ir::OpKind::OnesLike, {like});
 }
 

@@ -64,8 +64,8 @@ public:
 };
 
 struct RewriteRule {
-  const char *name;                 // the math: "mul(x, 1) -> x"
-  std::vector<ir::OpKind> kinds;    // the op kinds it matches
+  const char *name;                                               // the math: "mul(x, 1) -> x"
+  std::vector<ir::OpKind> kinds;                                  // the op kinds it matches
   std::function<ir::Value *(RewriteContext &, ir::Node *)> apply; // a replacement for node->output(), or null
 };
 

@@ -5,8 +5,8 @@
 
 namespace tg::opt {
 
-/// The specialize rules, in the order the equilibrium driver tries them. Every rule preserves the output's dtype
-/// and shape exactly.
+/// The specialize rules, in the order the equilibrium driver tries them. Every rule preserves the output's
+/// dtype and shape exactly.
 std::vector<RewriteRule> specializeRules();
 
 } // namespace tg::opt

@@ -23,10 +23,11 @@ void checkInputs(const std::vector<ir::Value *> &inputs, const std::vector<Tenso
     ir::SourceLoc loc = i < declarations.size() ? declarations[i] : ir::SourceLoc{};
     if (tensor.dtype() != type.dtype)
       throw ir::UserError(name + " has dtype " + ir::dtypeName(tensor.dtype()) +
-                          ", but the script declares " + type.str(), loc);
+                              ", but the script declares " + type.str(),
+                          loc);
     if (tensor.rank() != type.rank())
-      throw ir::UserError(name + " has shape " + shapeTuple(tensor.shape()) + ", but the script declares " +
-                          type.str(), loc);
+      throw ir::UserError(
+          name + " has shape " + shapeTuple(tensor.shape()) + ", but the script declares " + type.str(), loc);
     for (size_t d = 0; d < type.rank(); ++d) {
       const ir::Dim &dim = type.shape[d];
       int64_t size = tensor.shape()[d];
@@ -39,8 +40,9 @@ void checkInputs(const std::vector<ir::Value *> &inputs, const std::vector<Tenso
       auto [bound, inserted] = symbols.try_emplace(dim.symbol, Binding{size, inputs[i]});
       if (!inserted && bound->second.size != size)
         throw ir::UserError(prefix + dim.symbol + "=" + std::to_string(size) + ", but " + dim.symbol + "=" +
-                            std::to_string(bound->second.size) + " from input '" +
-                            bound->second.input->name() + "'", loc);
+                                std::to_string(bound->second.size) + " from input '" +
+                                bound->second.input->name() + "'",
+                            loc);
     }
   }
 }

@@ -92,8 +92,7 @@ std::pair<std::string, std::string> splitAssignment(const std::string &option, c
 Options parseOptions(int argc, char **argv) {
   Options options;
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty())
-    throw UsageError{"no command given"};
+  if (args.empty()) throw UsageError{"no command given"};
   options.command = args[0];
   for (size_t i = 1; i < args.size(); ++i) {
     std::string arg = args[i];
@@ -103,10 +102,8 @@ Options parseOptions(int argc, char **argv) {
       arg = arg.substr(0, arg.find('='));
     }
     auto value = [&]() -> std::string {
-      if (inlineValue)
-        return *inlineValue;
-      if (i + 1 >= args.size())
-        throw UsageError{arg + " needs a value"};
+      if (inlineValue) return *inlineValue;
+      if (i + 1 >= args.size()) throw UsageError{arg + " needs a value"};
       return args[++i];
     };
     bool forRun = options.command == "run", forCompile = options.command == "compile";
@@ -134,7 +131,8 @@ Options parseOptions(int argc, char **argv) {
       options.outputFile = value();
     } else if (arg == "--opt-profile" && forCompile) {
       options.optProfile = true;
-    } else if (arg == "--stop-after" || arg == "--print-after" || arg == "--opt-include" || arg == "--opt-exclude") {
+    } else if (arg == "--stop-after" || arg == "--print-after" || arg == "--opt-include" ||
+               arg == "--opt-exclude") {
       std::string pass = value();
       if (!opt::isPassOrTag(pass))
         throw UsageError{"unknown pass '" + pass + "' for " + arg +
@@ -173,16 +171,14 @@ void printNamed(const std::string &name, const runtime::Tensor &tensor) {
   std::cout << prefix;
   for (char c : text) {
     std::cout << c;
-    if (c == '\n')
-      std::cout << std::string(prefix.size(), ' ');
+    if (c == '\n') std::cout << std::string(prefix.size(), ' ');
   }
   std::cout << "\n";
 }
 
 /// Runs the optimizer over the program as the options say; returns its profile.
 opt::OptimizerProfile optimizeProgram(ir::Program &program, const Options &options) {
-  if (!options.optimize)
-    return {};
+  if (!options.optimize) return {};
   opt::OptimizerOptions optimizer = options.optimizer;
   optimizer.evaluate = runtime::evaluateConstant;
   optimizer.log = &std::cerr;
@@ -194,22 +190,19 @@ int compile(const Options &options, frontend::DiagnosticEngine &diags) {
   if (options.emit == "ast") {
     frontend::ModuleLoader loader(diags, {});
     const frontend::Module *module = loader.loadScript(options.file);
-    if (!module || diags.hasErrors())
-      return 1;
+    if (!module || diags.hasErrors()) return 1;
     text = frontend::printAst(*module);
   } else {
     std::unique_ptr<ir::Program> program = frontend::compileScript(options.file, diags);
-    if (!program)
-      return 1;
+    if (!program) return 1;
     // --emit=ir shows the graph as built, unless a stopping point asks for the graph after it.
     bool optimize = options.emit != "ir" || !options.optimizer.stopAfter.empty() || options.optProfile;
     opt::OptimizerProfile profile = optimize ? optimizeProgram(*program, options) : opt::OptimizerProfile{};
     std::string profileJson = options.optProfile ? opt::profileJson(profile) : "";
-    text = options.emit == "json" ? ir::printJson(*program, profileJson)
+    text = options.emit == "json"  ? ir::printJson(*program, profileJson)
            : options.emit == "dot" ? ir::printDot(*program)
                                    : ir::printIr(*program);
-    if (options.optProfile && options.emit != "json")
-      std::cerr << opt::formatProfile(profile);
+    if (options.optProfile && options.emit != "json") std::cerr << opt::formatProfile(profile);
   }
   if (options.outputFile.empty()) {
     std::cout << text;
@@ -226,16 +219,14 @@ int compile(const Options &options, frontend::DiagnosticEngine &diags) {
 
 int run(const Options &options, frontend::DiagnosticEngine &diags) {
   std::unique_ptr<ir::Program> program = frontend::compileScript(options.file, diags);
-  if (!program)
-    return 1;
+  if (!program) return 1;
   optimizeProgram(*program, options);
   if (options.verbose)
-    std::cerr << "tgc: device cpu (" << (options.device == "auto" ? "auto: no device support in this build" : "asked")
-              << ")\n";
+    std::cerr << "tgc: device cpu ("
+              << (options.device == "auto" ? "auto: no device support in this build" : "asked") << ")\n";
   std::map<std::string, runtime::Tensor> inputs;
   for (const auto &[name, path] : options.inputs) {
-    if (inputs.count(name))
-      throw ir::UserError("input '" + name + "' is given twice");
+    if (inputs.count(name)) throw ir::UserError("input '" + name + "' is given twice");
     inputs[name] = runtime::Tensor::fromData(ir::loadNpy(path));
   }
   for (const auto &[name, path] : options.outputs) {
@@ -257,8 +248,7 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
   }
   auto saved = [&](const std::string &name) -> const std::string * {
     for (const auto &[outName, path] : options.outputs)
-      if (outName == name)
-        return &path;
+      if (outName == name) return &path;
     return nullptr;
   };
   for (size_t i = 0; i < program->outputs.size() && i < results.size(); ++i) {
@@ -269,8 +259,7 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
       printNamed(name, results[i]);
   }
   for (const auto &param : program->params)
-    if (const std::string *path = saved(param.name))
-      ir::saveNpy(*path, session.param(param.name).toData());
+    if (const std::string *path = saved(param.name)) ir::saveNpy(*path, session.param(param.name).toData());
   return 0;
 }
 
@@ -291,7 +280,8 @@ int main(int argc, char **argv) {
     Options options = parseOptions(argc, argv);
     return options.command == "run" ? run(options, diags) : compile(options, diags);
   } catch (const UsageError &error) {
-    std::cerr << "tgc: error: " << error.message << "\n" << "Run 'tgc --help' for usage.\n";
+    std::cerr << "tgc: error: " << error.message << "\n"
+              << "Run 'tgc --help' for usage.\n";
     return 2;
   } catch (const ir::UserError &error) {
     std::cout.flush();

@@ -6,7 +6,9 @@
 namespace tg::ir {
 namespace {
 
-TensorType f32(Shape shape) { return TensorType{DType::F32, std::move(shape), Place::Host}; }
+TensorType f32(Shape shape) {
+  return TensorType{DType::F32, std::move(shape), Place::Host};
+}
 
 TEST(GraphTest, AddNodeInfersTypeAndRecordsClients) {
   Graph graph;

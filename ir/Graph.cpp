@@ -133,6 +133,17 @@ void Graph::replaceUses(Value *old, Value *replacement) {
   topoValid_ = false;
 }
 
+void Graph::setInput(Node *node, size_t index, Value *value) {
+  Value *old = node->inputs_.at(index);
+  auto &uses = old->clients_;
+  uses.erase(std::find(uses.begin(), uses.end(), Use{node, index}));
+  node->inputs_[index] = value;
+  value->clients_.push_back(Use{node, index});
+  for (GraphListener *listener : listeners_)
+    listener->onInputChanged(node, index, old, value);
+  topoValid_ = false;
+}
+
 void Graph::replace(Value *old, Value *replacement) {
   replaceAll({{old, replacement}});
 }
@@ -192,7 +203,8 @@ std::vector<std::string> Graph::verify() const {
   for (const auto &value : values_)
     for (const Use &use : value->clients_)
       if (use.node) recorded.emplace(useKey(use.node, use.index), value.get());
-  for (const Node *node : nodes()) {
+  topoValid_ = false; // recompute the order: toposort() asserts on a cycle
+  for (const Node *node : toposort()) {
     std::string where = "node " + std::to_string(node->id_) + " (" + node->op_.name() + ")";
     std::vector<TensorType> inputTypes;
     for (size_t i = 0; i < node->inputs_.size(); ++i) {
@@ -221,9 +233,6 @@ std::vector<std::string> Graph::verify() const {
     if (std::find(uses.begin(), uses.end(), Use{nullptr, i}) == uses.end())
       report("output " + std::to_string(i) + " does not list the graph as a client");
   }
-  // toposort() asserts on a cycle; run it on a fresh copy of the state so verify() stays const-correct.
-  topoValid_ = false;
-  toposort();
   return problems;
 }
 

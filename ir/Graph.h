@@ -103,6 +103,12 @@ public:
   /// fit).
   Node *addNode(Op op, std::vector<Value *> inputs, SourceLoc loc = {}, Pin pin = Pin::None);
   void addOutput(Value *value);
+  /// Makes input `index` of `node` read `value` instead (no verification; types must fit by the caller's
+  /// care).
+  void setInput(Node *node, size_t index, Value *value);
+  /// One past the largest node id and value id: sizes for tables indexed by id.
+  size_t nodeIdBound() const { return nodes_.size(); }
+  size_t valueIdBound() const { return values_.size(); }
   /// Pins a node to a place (`@host` / `@device`).
   void setPin(Node *node, Pin pin) { node->pin_ = pin; }
   void setOutput(size_t index, Value *value);
@@ -127,7 +133,8 @@ public:
   void addListener(GraphListener *listener) { listeners_.push_back(listener); }
   void removeListener(GraphListener *listener);
 
-  /// Checks types against inference, client lists, places and acyclicity; returns the problems found.
+  /// Checks the nodes the outputs depend on: types against inference (places included), client lists and
+  /// acyclicity; returns the problems found.
   std::vector<std::string> verify() const;
   /// verify(), failing with TG_ASSERT on the first problem (a compiler bug, not a user error).
   void verifyOrDie() const;

@@ -21,6 +21,8 @@ const OpInfo kOpInfos[] = {
   throw UserError(message);
 }
 
+TensorType inferHostType(const Op &op, const std::vector<TensorType> &inputs);
+
 std::string listString(const std::vector<int64_t> &values) {
   std::string text = "[";
   for (size_t i = 0; i < values.size(); ++i)
@@ -305,7 +307,7 @@ bool OpAttrs::operator==(const OpAttrs &other) const {
 }
 
 size_t Op::hash() const {
-  size_t h = std::hash<int>()(static_cast<int>(kind_));
+  size_t h = std::hash<int>()(static_cast<int>(kind_) * 2 + static_cast<int>(place_));
   auto mix = [&h](size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
   mix(static_cast<size_t>(attrs_.dtype));
   mix(attrs_.keepdims);
@@ -389,6 +391,27 @@ std::string Op::str() const {
 }
 
 TensorType inferType(const Op &op, const std::vector<TensorType> &inputs) {
+  if (op.kind() == OpKind::ToDevice || op.kind() == OpKind::ToHost) {
+    TG_ASSERT(inputs.size() == 1) << op.name() << " takes one input";
+    Place from = op.kind() == OpKind::ToDevice ? Place::Host : Place::Device;
+    TG_ASSERT(inputs[0].place == from)
+        << op.name() << " of a value already on the other side: " << inputs[0].str();
+    TensorType type = inputs[0];
+    type.place = from == Place::Host ? Place::Device : Place::Host;
+    return type;
+  }
+  for (const TensorType &input : inputs)
+    TG_ASSERT(input.place == op.place() || (op.place() == Place::Device && input.isScalar()))
+        << op.str() << " on the " << (op.place() == Place::Device ? "device" : "host") << " reads "
+        << input.str();
+  TensorType type = inferHostType(op, inputs);
+  type.place = op.place();
+  return type;
+}
+
+namespace {
+
+TensorType inferHostType(const Op &op, const std::vector<TensorType> &inputs) {
   const OpInfo &info = op.info();
   TG_ASSERT(info.arity < 0 || static_cast<size_t>(info.arity) == inputs.size())
       << op.name() << " takes " << info.arity << " inputs, got " << inputs.size();
@@ -465,5 +488,7 @@ TensorType inferType(const Op &op, const std::vector<TensorType> &inputs) {
   TG_ASSERT(false) << "no type inference for " << op.name();
   return {};
 }
+
+} // namespace
 
 } // namespace tg::ir

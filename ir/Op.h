@@ -58,15 +58,23 @@ struct OpAttrs {
   bool operator==(const OpAttrs &other) const;
 };
 
+/// An op and where it runs: the same kind on the host and on the device are different ops (Theano's Elemwise
+/// and GpuElemwise), so merging never joins them. Transfers are host ops whatever their direction.
 class Op {
 public:
-  Op(OpKind kind, OpAttrs attrs = {}) : kind_(kind), attrs_(std::move(attrs)) {}
+  Op(OpKind kind, OpAttrs attrs = {}, Place place = Place::Host)
+      : kind_(kind), attrs_(std::move(attrs)), place_(place) {}
 
   OpKind kind() const { return kind_; }
+  Place place() const { return place_; }
+  /// The same op, running on `place`.
+  Op on(Place place) const { return Op(kind_, attrs_, place); }
   const OpAttrs &attrs() const { return attrs_; }
   const OpInfo &info() const { return opInfo(kind_); }
   const char *name() const { return info().name; }
-  bool operator==(const Op &other) const { return kind_ == other.kind_ && attrs_ == other.attrs_; }
+  bool operator==(const Op &other) const {
+    return kind_ == other.kind_ && place_ == other.place_ && attrs_ == other.attrs_;
+  }
   bool operator!=(const Op &other) const { return !(*this == other); }
   size_t hash() const;
   /// The attributes that matter for this kind, as "axes=[1], keepdims" (empty when none).
@@ -77,6 +85,7 @@ public:
 private:
   OpKind kind_;
   OpAttrs attrs_;
+  Place place_;
 };
 
 /// The output type of `op` applied to inputs of these types, following NumPy's shape rules. Operands must

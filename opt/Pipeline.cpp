@@ -3,7 +3,9 @@
 #include "ir/Printers.h"
 #include "opt/Canonicalize.h"
 #include "opt/ConstantFold.h"
+#include "opt/CutTransfers.h"
 #include "opt/Equilibrium.h"
+#include "opt/GlobalDeviceLift.h"
 #include "opt/Merge.h"
 #include "opt/Specialize.h"
 #include "opt/Stabilize.h"
@@ -34,13 +36,24 @@ void runRuleSet(RewriteContext &context, std::vector<RewriteRule> rules, PassPro
 }
 
 void runCanonicalize(ir::Graph &, RewriteContext &context, PassProfile &profile) {
-  runRuleSet(context, canonicalizeRules(), profile);
+  std::vector<RewriteRule> rules = canonicalizeRules();
+  for (RewriteRule &rule : cutTransferRules())
+    rules.push_back(std::move(rule));
+  runRuleSet(context, std::move(rules), profile);
 }
 void runStabilize(ir::Graph &, RewriteContext &context, PassProfile &profile) {
   runRuleSet(context, stabilizeRules(), profile);
 }
 void runSpecialize(ir::Graph &, RewriteContext &context, PassProfile &profile) {
   runRuleSet(context, specializeRules(), profile);
+}
+void runLift(ir::Graph &graph, RewriteContext &context, PassProfile &profile) {
+  globalDeviceLift(graph, context, profile);
+}
+void runCutTransfers(ir::Graph &graph, RewriteContext &context, PassProfile &profile) {
+  rewriteToFixedPoint(context, cutTransferRules(), profile);
+  graph.removeDeadNodes();
+  mergeEquivalent(graph, profile);
 }
 
 bool selected(const PassInfo &pass, const OptimizerOptions &options) {
@@ -50,7 +63,9 @@ bool selected(const PassInfo &pass, const OptimizerOptions &options) {
     return false;
   };
   bool byDefault = std::count(pass.tags.begin(), pass.tags.end(), "fast_run") > 0;
-  return (byDefault || matches(options.include)) && !matches(options.exclude);
+  bool needsDevice = std::count(pass.tags.begin(), pass.tags.end(), "device") > 0;
+  return (byDefault || matches(options.include)) && !matches(options.exclude) &&
+         (options.device || !needsDevice);
 }
 
 size_t liveNodes(const ir::Graph &graph) {
@@ -66,6 +81,8 @@ const std::vector<PassInfo> &passTable() {
       {"canonicalize", 1, {"fast_run", "fast_compile", "rewrite"}, runCanonicalize},
       {"stabilize", 1.5, {"fast_run", "rewrite"}, runStabilize},
       {"specialize", 2, {"fast_run", "rewrite"}, runSpecialize},
+      {"lift", 3, {"fast_run", "device"}, runLift},
+      {"cut-transfers", 3.5, {"fast_run", "device"}, runCutTransfers},
   };
   return table;
 }
@@ -87,6 +104,7 @@ OptimizerProfile optimize(ir::Program &program, const OptimizerOptions &options)
   OptimizerProfile profile;
   ir::Graph &graph = program.graph;
   RewriteContext context(graph, options.evaluate ? &options.evaluate : nullptr, options.foldLimit);
+  context.placement = options.placement;
 #ifndef NDEBUG
   bool verify = true;
 #else
@@ -140,6 +158,8 @@ std::string formatProfile(const OptimizerProfile &profile) {
     out << line;
     for (const auto &[rule, count] : pass.rewrites)
       out << "    " << count << "  " << rule << "\n";
+    for (const auto &[name, value] : pass.details)
+      out << "    " << name << ": " << value << "\n";
   }
   std::snprintf(line, sizeof line, "%-16s %10.6f\n", "total", total);
   out << line;
@@ -157,6 +177,12 @@ std::string profileJson(const OptimizerProfile &profile) {
     bool first = true;
     for (const auto &[rule, count] : pass.rewrites) {
       out << (first ? "" : ", ") << ir::jsonQuote(rule) << ": " << count;
+      first = false;
+    }
+    out << "}, \"details\": {";
+    first = true;
+    for (const auto &[name, value] : pass.details) {
+      out << (first ? "" : ", ") << ir::jsonQuote(name) << ": " << value;
       first = false;
     }
     out << "}}";

@@ -12,14 +12,16 @@
 namespace tg::opt {
 
 struct OptimizerOptions {
-  std::vector<std::string> include; // pass names or tags added to the default selection (tag fast_run)
-  std::vector<std::string> exclude; // pass names or tags removed from it
-  std::string printAfter;           // print the graph after this pass to `log`
-  std::string stopAfter;            // run no pass after this one
-  bool verifyEach = false;          // verify the graph after every pass (always done in debug builds)
-  ConstantEvaluator evaluate;       // how constant folding computes; empty: no folding
-  int64_t foldLimit = 1 << 16;      // the most elements a folded constant may have
-  std::ostream *log = nullptr;      // where --print-after and warnings go
+  std::vector<std::string> include;      // pass names or tags added to the default selection (tag fast_run)
+  std::vector<std::string> exclude;      // pass names or tags removed from it
+  std::string printAfter;                // print the graph after this pass to `log`
+  std::string stopAfter;                 // run no pass after this one
+  bool verifyEach = false;               // verify the graph after every pass (always done in debug builds)
+  bool device = false;                   // a device is in use: run the placement passes (tag device)
+  PlacementReasons *placement = nullptr; // filled with why each node runs where it does, when set
+  ConstantEvaluator evaluate;            // how constant folding computes; empty: no folding
+  int64_t foldLimit = 1 << 16;           // the most elements a folded constant may have
+  std::ostream *log = nullptr;           // where --print-after and warnings go
 };
 
 struct OptimizerProfile {

@@ -4,7 +4,8 @@ namespace tg::opt {
 
 ir::Value *RewriteContext::make(ir::OpKind kind, std::vector<ir::Value *> inputs, ir::OpAttrs attrs) {
   ir::SourceLoc loc = current ? current->loc() : ir::SourceLoc{};
-  return graph.addNode(ir::Op(kind, std::move(attrs)), std::move(inputs), loc)->output();
+  ir::Place place = current ? current->op().place() : ir::Place::Host;
+  return graph.addNode(ir::Op(kind, std::move(attrs), place), std::move(inputs), loc)->output();
 }
 
 ir::Value *RewriteContext::constant(double value, ir::DType dtype) {

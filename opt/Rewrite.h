@@ -25,8 +25,12 @@ struct PassProfile {
   size_t nodesBefore = 0, nodesAfter = 0;
   std::map<std::string, size_t> rewrites; // applications by rule name
   size_t validations = 0;
+  std::map<std::string, double> details; // pass-specific figures ("moved forward", "toposort seconds", ...)
   std::vector<std::string> warnings;
 };
+
+/// Why each node runs where it does, filled by the placement passes for --explain-placement.
+using PlacementReasons = std::map<const ir::Node *, std::string>;
 
 /// The graph being rewritten and the tools rules build with. New nodes take the location of the node being
 /// rewritten, so errors found later still point at the user's code.
@@ -36,11 +40,12 @@ public:
       : graph(graph), evaluate(evaluate), foldLimit(foldLimit) {}
 
   ir::Graph &graph;
-  const ConstantEvaluator *evaluate; // null: no constant folding
-  int64_t foldLimit;                 // the most elements a folded constant may have
-  const ir::Node *current = nullptr; // the node being rewritten
+  const ConstantEvaluator *evaluate;     // null: no constant folding
+  int64_t foldLimit;                     // the most elements a folded constant may have
+  const ir::Node *current = nullptr;     // the node being rewritten
+  PlacementReasons *placement = nullptr; // where placement passes explain themselves, when asked
 
-  /// Adds a node at the current node's location.
+  /// Adds a node at the current node's location, on the current node's place.
   ir::Value *make(ir::OpKind kind, std::vector<ir::Value *> inputs, ir::OpAttrs attrs = {});
   /// A 0-d constant of `dtype`.
   ir::Value *constant(double value, ir::DType dtype);

@@ -84,7 +84,17 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor> &inputs) {
       types.push_back(output->type());
     std::vector<Tensor> results;
     try {
-      results = runOp(node->op(), arguments, types);
+      ir::OpKind kind = node->op().kind();
+      if (kind == ir::OpKind::ToDevice || kind == ir::OpKind::ToHost) {
+        // The simulated device: its memory is separate, so a transfer is a copy, and it is counted.
+        Tensor copy = Tensor::empty(arguments[0].dtype(), arguments[0].shape());
+        copy.copyFrom(arguments[0]);
+        ++(kind == ir::OpKind::ToDevice ? transfers_.toDevice : transfers_.toHost);
+        transfers_.bytes += static_cast<size_t>(copy.numElements()) * ir::dtypeSize(copy.dtype());
+        results.push_back(std::move(copy));
+      } else {
+        results = runOp(node->op(), arguments, types);
+      }
     } catch (ir::UserError &error) {
       if (!error.loc.known()) error.loc = node->loc();
       throw;

@@ -16,6 +16,12 @@ namespace tg::runtime {
 void checkInputs(const std::vector<ir::Value *> &inputs, const std::vector<Tensor> &tensors,
                  const std::vector<ir::SourceLoc> &declarations = {});
 
+/// What crossed between host and device memory (the simulated device's transfers, or a real device's).
+struct TransferStats {
+  size_t toDevice = 0, toHost = 0; // transfers
+  size_t bytes = 0;                // in both directions
+};
+
 class Executor {
 public:
   /// Prepares to run `graph`, which must outlive the executor and not change while it exists.
@@ -25,12 +31,16 @@ public:
   /// them with checkInputs first). A UserError from a kernel is rethrown with the failing node's location.
   std::vector<Tensor> run(const std::vector<Tensor> &inputs);
 
+  /// The transfers made by every run so far.
+  const TransferStats &transfers() const { return transfers_; }
+
 private:
   const Tensor &constant(const ir::Value *value);
 
   const ir::Graph &graph_;
   std::unordered_map<const ir::Value *, int> uses_; // node inputs and graph outputs reading each value
   std::unordered_map<const ir::Value *, Tensor> constants_;
+  TransferStats transfers_;
 };
 
 } // namespace tg::runtime

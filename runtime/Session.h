@@ -21,6 +21,9 @@ public:
   /// a missing or unknown input name and for an input that does not fit its declared type.
   std::vector<Tensor> step(const std::map<std::string, Tensor> &inputs);
 
+  /// The transfers between host and device made by the steps so far.
+  const TransferStats &transfers() const { return executor_.transfers(); }
+
   /// A param's current value. Throws UserError for an unknown name.
   const Tensor &param(const std::string &name) const;
 

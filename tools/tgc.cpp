@@ -15,11 +15,13 @@
 #include "runtime/Print.h"
 #include "runtime/Session.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -42,7 +44,8 @@ run options:
   --out NAME=FILE.npy   save output or param NAME to a .npy file instead of printing it
   --steps N             run N steps, applying the updates after each (default 1)
   --print-every K       also print the outputs after every K-th step, as "step N: name = value"
-  --device DEVICE       auto or cpu (default auto: cpu, as this build has no device support yet)
+  --device DEVICE       auto, cpu or sim (default auto: cpu, as this build has no CUDA support yet);
+                        sim is a simulated device: separate memory, counted transfers, kernels on the CPU
   -v                    say what happens
 
 compile options:
@@ -50,6 +53,8 @@ compile options:
                                opt the optimized graph; json and dot show the optimized graph
   -o FILE                      write it to FILE instead of standard output
   --opt-profile                print each pass's time, node counts and rewrites (in the JSON with --emit=json)
+  --explain-placement          print where each node runs and why (with --device=sim)
+  --device DEVICE              as for run: with sim, the graph is placed on the device
 
 optimizer options (compile and run):
   --stop-after=PASS        run no pass after PASS
@@ -58,7 +63,8 @@ optimizer options (compile and run):
   --opt-exclude=NAME       skip the passes with this name or tag
   --verify-each            verify the graph after every pass
   -O0                      run no optimization pass
-  passes, in order: merge, constant-fold, canonicalize, stabilize, specialize
+  passes, in order: merge, constant-fold, canonicalize, stabilize, specialize, and with a device
+  lift, cut-transfers
 
 Options taking a value accept both --opt VALUE and --opt=VALUE.
 )";
@@ -79,6 +85,7 @@ struct Options {
   bool verbose = false;
   bool optimize = true;
   bool optProfile = false;
+  bool explainPlacement = false;
   opt::OptimizerOptions optimizer;
 };
 
@@ -120,8 +127,9 @@ Options parseOptions(int argc, char **argv) {
       (arg == "--steps" ? options.steps : options.printEvery) = count;
     } else if (arg == "--device" && (forRun || forCompile)) {
       options.device = value();
-      if (options.device != "auto" && options.device != "cpu")
-        throw UsageError{"unknown device '" + options.device + "'; this build supports: auto, cpu"};
+      if (options.device != "auto" && options.device != "cpu" && options.device != "sim")
+        throw UsageError{"unknown device '" + options.device + "'; this build supports: auto, cpu, sim"};
+      options.optimizer.device = options.device == "sim";
     } else if (arg == "--emit" && forCompile) {
       options.emit = value();
       if (options.emit != "ast" && options.emit != "ir" && options.emit != "opt" && options.emit != "json" &&
@@ -131,12 +139,15 @@ Options parseOptions(int argc, char **argv) {
       options.outputFile = value();
     } else if (arg == "--opt-profile" && forCompile) {
       options.optProfile = true;
+    } else if (arg == "--explain-placement" && forCompile) {
+      options.explainPlacement = true;
     } else if (arg == "--stop-after" || arg == "--print-after" || arg == "--opt-include" ||
                arg == "--opt-exclude") {
       std::string pass = value();
       if (!opt::isPassOrTag(pass))
-        throw UsageError{"unknown pass '" + pass + "' for " + arg +
-                         "; passes: merge, constant-fold, canonicalize, stabilize, specialize"};
+        throw UsageError{
+            "unknown pass '" + pass + "' for " + arg +
+            "; passes: merge, constant-fold, canonicalize, stabilize, specialize, lift, cut-transfers"};
       if (arg == "--stop-after")
         options.optimizer.stopAfter = pass;
       else if (arg == "--print-after")
@@ -177,12 +188,34 @@ void printNamed(const std::string &name, const runtime::Tensor &tensor) {
 }
 
 /// Runs the optimizer over the program as the options say; returns its profile.
-opt::OptimizerProfile optimizeProgram(ir::Program &program, const Options &options) {
+opt::OptimizerProfile optimizeProgram(ir::Program &program, const Options &options,
+                                      opt::PlacementReasons *placement = nullptr) {
   if (!options.optimize) return {};
   opt::OptimizerOptions optimizer = options.optimizer;
   optimizer.evaluate = runtime::evaluateConstant;
   optimizer.log = &std::cerr;
+  optimizer.placement = placement;
   return opt::optimize(program, optimizer);
+}
+
+/// --explain-placement: each node in order, where it runs, and why.
+std::string explainPlacement(const ir::Program &program, const opt::PlacementReasons &reasons) {
+  std::ostringstream out;
+  const std::vector<ir::Node *> &order = program.graph.toposort();
+  for (size_t i = 0; i < order.size(); ++i) {
+    const ir::Node *node = order[i];
+    bool transfer = node->op().kind() == ir::OpKind::ToDevice || node->op().kind() == ir::OpKind::ToHost;
+    auto reason = reasons.find(node);
+    std::string why = transfer                  ? "transfer"
+                      : reason != reasons.end() ? reason->second
+                                                : "made by a later pass";
+    char line[200];
+    std::snprintf(line, sizeof line, "%4zu  %-24s %-7s %-22s ", i, node->op().str().c_str(),
+                  node->op().place() == ir::Place::Device ? "device" : "host",
+                  node->output()->type().str().c_str());
+    out << line << why << "\n";
+  }
+  return out.str();
 }
 
 int compile(const Options &options, frontend::DiagnosticEngine &diags) {
@@ -196,8 +229,15 @@ int compile(const Options &options, frontend::DiagnosticEngine &diags) {
     std::unique_ptr<ir::Program> program = frontend::compileScript(options.file, diags);
     if (!program) return 1;
     // --emit=ir shows the graph as built, unless a stopping point asks for the graph after it.
-    bool optimize = options.emit != "ir" || !options.optimizer.stopAfter.empty() || options.optProfile;
-    opt::OptimizerProfile profile = optimize ? optimizeProgram(*program, options) : opt::OptimizerProfile{};
+    bool optimize = options.emit != "ir" || !options.optimizer.stopAfter.empty() || options.optProfile ||
+                    options.explainPlacement;
+    opt::PlacementReasons reasons;
+    opt::OptimizerProfile profile =
+        optimize ? optimizeProgram(*program, options, &reasons) : opt::OptimizerProfile{};
+    if (options.explainPlacement) {
+      std::cout << explainPlacement(*program, reasons);
+      return 0;
+    }
     std::string profileJson = options.optProfile ? opt::profileJson(profile) : "";
     text = options.emit == "json"  ? ir::printJson(*program, profileJson)
            : options.emit == "dot" ? ir::printDot(*program)
@@ -222,8 +262,8 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
   if (!program) return 1;
   optimizeProgram(*program, options);
   if (options.verbose)
-    std::cerr << "tgc: device cpu ("
-              << (options.device == "auto" ? "auto: no device support in this build" : "asked") << ")\n";
+    std::cerr << "tgc: device " << (options.device == "sim" ? "sim" : "cpu") << " ("
+              << (options.device == "auto" ? "auto: no CUDA support in this build" : "asked for") << ")\n";
   std::map<std::string, runtime::Tensor> inputs;
   for (const auto &[name, path] : options.inputs) {
     if (inputs.count(name)) throw ir::UserError("input '" + name + "' is given twice");
@@ -260,6 +300,11 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
   }
   for (const auto &param : program->params)
     if (const std::string *path = saved(param.name)) ir::saveNpy(*path, session.param(param.name).toData());
+  if (options.verbose) {
+    const runtime::TransferStats &transfers = session.transfers();
+    std::cerr << "tgc: transfers: " << transfers.toDevice << " to the device, " << transfers.toHost
+              << " to the host, " << transfers.bytes << " bytes\n";
+  }
   return 0;
 }
 

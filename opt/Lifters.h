@@ -1,0 +1,30 @@
+// Lifters: for each host op kind with a device implementation, how to move a node to the device. One table,
+// used by both placement strategies (GlobalDeviceLift.h and LocalDeviceLift.h).
+#pragma once
+
+#include "ir/Graph.h"
+
+#include <optional>
+
+namespace tg::opt {
+
+/// Given a host node, the device op that computes the same thing, or nothing when it cannot move.
+using Lifter = std::optional<ir::Op> (*)(const ir::Node &node);
+
+/// The lifter of `kind`, or nullptr when the kind has no device implementation (sort, argsort, cumsum) or is
+/// a transfer.
+Lifter lifterFor(ir::OpKind kind);
+
+/// The inputs a device node reads, given the values its host node read after mapping: device values as they
+/// are, 0-d host values as they are (passed to kernels by value), other host values through `toDevice`.
+template <typename ToDevice>
+std::vector<ir::Value *> deviceInputs(const std::vector<ir::Value *> &mapped, ToDevice toDevice) {
+  std::vector<ir::Value *> inputs;
+  for (ir::Value *value : mapped) {
+    bool stays = value->type().place == ir::Place::Device || value->type().isScalar();
+    inputs.push_back(stays ? value : toDevice(value));
+  }
+  return inputs;
+}
+
+} // namespace tg::opt

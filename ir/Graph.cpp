@@ -56,6 +56,7 @@ Node *Graph::addNode(Op op, std::vector<Value *> inputs, SourceLoc loc, Pin pin)
   output->owner_ = node.get();
   node->outputs_.push_back(output);
   nodes_.push_back(std::move(node));
+  alive_.push_back(true);
   Node *added = nodes_.back().get();
   topoValid_ = false;
   for (GraphListener *listener : listeners_)
@@ -80,8 +81,8 @@ void Graph::setOutput(size_t index, Value *value) {
 
 std::vector<Node *> Graph::nodes() const {
   std::vector<Node *> live;
-  for (const auto &node : nodes_)
-    if (node->alive_) live.push_back(node.get());
+  for (size_t id = 0; id < nodes_.size(); ++id)
+    if (alive_[id]) live.push_back(nodes_[id].get());
   return live;
 }
 
@@ -167,10 +168,11 @@ void Graph::removeDeadNodes() {
     reachable[node->id_] = true;
   std::vector<Node *> dead;
   std::unordered_set<Value *> touched;
-  for (auto &node : nodes_) {
-    if (!node->alive_ || reachable[node->id_]) continue;
-    node->alive_ = false;
-    dead.push_back(node.get());
+  for (size_t id = 0; id < nodes_.size(); ++id) {
+    if (!alive_[id] || reachable[id]) continue;
+    alive_[id] = false;
+    Node *node = nodes_[id].get();
+    dead.push_back(node);
     touched.insert(node->inputs_.begin(), node->inputs_.end());
   }
   // One filtering pass per value: a value with many dead clients (a shared constant) costs its client count
@@ -178,7 +180,7 @@ void Graph::removeDeadNodes() {
   for (Value *value : touched) {
     auto &uses = value->clients_;
     uses.erase(std::remove_if(uses.begin(), uses.end(),
-                              [](const Use &use) { return use.node && !use.node->alive_; }),
+                              [this](const Use &use) { return use.node && !isAlive(use.node); }),
                uses.end());
   }
   for (Node *node : dead)
@@ -212,7 +214,7 @@ std::vector<std::string> Graph::verify() const {
       inputTypes.push_back(input->type_);
       if (!input->owner_ && !input->isConstant() && !graphInputs.count(input))
         report(where + ": input " + std::to_string(i) + " is neither computed, constant nor a graph input");
-      if (input->owner_ && !input->owner_->alive_)
+      if (input->owner_ && !isAlive(input->owner_))
         report(where + ": input " + std::to_string(i) + " comes from a removed node");
       auto use = recorded.find(useKey(node, i));
       if (use == recorded.end() || use->second != input)

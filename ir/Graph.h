@@ -77,7 +77,6 @@ private:
   std::vector<Value *> outputs_;
   Pin pin_ = Pin::None;
   SourceLoc loc_;
-  bool alive_ = true;
 
   explicit Node(Op op) : op_(std::move(op)) {}
 };
@@ -141,10 +140,12 @@ public:
 
 private:
   Value *newValue(TensorType type);
+  bool isAlive(const Node *node) const { return alive_[static_cast<size_t>(node->id_)]; }
   void replaceUses(Value *old, Value *replacement);
 
   std::vector<std::unique_ptr<Value>> values_;
   std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<uint8_t> alive_; // by node id, apart from the nodes so that sweeping them touches no node
   std::vector<Value *> inputs_;
   std::vector<Value *> outputs_;
   std::vector<GraphListener *> listeners_;

@@ -24,6 +24,16 @@ Value *Graph::addInput(TensorType type, std::string name) {
   return value;
 }
 
+Value *Graph::replaceInput(Value *input, TensorType type) {
+  auto position = std::find(inputs_.begin(), inputs_.end(), input);
+  TG_ASSERT(position != inputs_.end()) << "value " << input->id_ << " is not a graph input";
+  Value *replacement = newValue(std::move(type));
+  replacement->name_ = input->name_;
+  *position = replacement;
+  topoValid_ = false;
+  return replacement;
+}
+
 Value *Graph::addConstant(TensorData data, std::string name) {
   Shape shape;
   for (int64_t d : data.shape)

@@ -97,6 +97,9 @@ public:
   Graph &operator=(const Graph &) = delete;
 
   Value *addInput(TensorType type, std::string name);
+  /// Puts a new input of `type` (same name) in the place of `input`, which stops being an input; its clients
+  /// are the caller's to move. Returns the new input.
+  Value *replaceInput(Value *input, TensorType type);
   Value *addConstant(TensorData data, std::string name = {});
   /// Adds a node whose output type is inferred from its inputs (throws UserError with `loc` when they do not
   /// fit).

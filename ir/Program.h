@@ -37,8 +37,12 @@ struct Program {
   std::vector<Output> outputs;
   std::vector<Update> updates;
 
-  /// Re-reads outputs and updates from `graph` after passes replaced its output values.
+  /// Re-reads inputs, params, outputs and updates from `graph` after passes replaced its values.
   void syncWithGraph() {
+    for (size_t i = 0; i < inputs.size(); ++i)
+      inputs[i].value = graph.inputs()[i];
+    for (size_t i = 0; i < params.size(); ++i)
+      params[i].value = graph.inputs()[inputs.size() + i];
     for (size_t i = 0; i < outputs.size(); ++i)
       outputs[i].value = graph.outputs()[i];
     for (size_t i = 0; i < updates.size(); ++i)

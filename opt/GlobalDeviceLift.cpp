@@ -35,8 +35,17 @@ public:
     auto start = Clock::now();
     std::vector<Node *> order = graph_.toposort();
     profile_.details["toposort seconds"] = secondsSince(start);
-    for (Value *input : graph_.inputs())
-      if (!input->type().isScalar()) mapping_[input->id()] = toDevice(input);
+    std::vector<Value *> inputs = graph_.inputs();
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i]->type().isScalar()) continue;
+      if (std::count(context_.residentInputs.begin(), context_.residentInputs.end(), i)) {
+        ir::TensorType type = inputs[i]->type();
+        type.place = Place::Device;
+        mapping_[inputs[i]->id()] = graph_.replaceInput(inputs[i], type); // a param kept in device memory
+      } else {
+        mapping_[inputs[i]->id()] = toDevice(inputs[i]);
+      }
+    }
     for (Node *node : order)
       forward(node);
     for (Value *output : graph_.outputs())
@@ -179,20 +188,22 @@ private:
 
   /// Outputs come back to the host, and the old graph is swapped for the new one with one validation.
   void finish() {
-    std::vector<std::pair<Value *, Value *>> replacements;
-    for (Value *output : graph_.outputs()) {
-      Value *result = mapped(output);
-      if (onDevice(result)) {
+    const std::vector<Value *> &outputs = graph_.outputs();
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      Value *output = outputs[i], *result = mapped(output);
+      bool resident = std::count(context_.residentOutputs.begin(), context_.residentOutputs.end(), i) > 0;
+      if (resident && !onDevice(result)) {
+        result = toDevice(result); // the new value of a param kept in device memory
+      } else if (!resident && onDevice(result)) {
         Node *producer = result->owner();
-        bool roundTrip = producer->op().kind() == OpKind::ToDevice && producer->input(0) == output;
+        bool roundTrip =
+            producer && producer->op().kind() == OpKind::ToDevice && producer->input(0) == output;
         result = roundTrip ? output : toHost(result);
       }
-      if (result != output && std::none_of(replacements.begin(), replacements.end(),
-                                           [&](const auto &pair) { return pair.first == output; }))
-        replacements.push_back({output, result});
+      if (result != output) graph_.setOutput(i, result);
     }
     auto start = Clock::now();
-    graph_.replaceAll(replacements);
+    graph_.verifyOrDie(); // the one validation
     profile_.details["validation seconds"] = secondsSince(start);
     ++profile_.validations;
     graph_.removeDeadNodes();

@@ -105,6 +105,12 @@ OptimizerProfile optimize(ir::Program &program, const OptimizerOptions &options)
   ir::Graph &graph = program.graph;
   RewriteContext context(graph, options.evaluate ? &options.evaluate : nullptr, options.foldLimit);
   context.placement = options.placement;
+  for (size_t i = 0; i < program.params.size(); ++i)
+    if (!program.params[i].value->type().isScalar())
+      context.residentInputs.push_back(program.inputs.size() + i);
+  for (size_t i = 0; i < program.updates.size(); ++i)
+    if (!program.updates[i].value->type().isScalar())
+      context.residentOutputs.push_back(program.outputs.size() + i);
 #ifndef NDEBUG
   bool verify = true;
 #else

@@ -44,6 +44,9 @@ public:
   int64_t foldLimit;                     // the most elements a folded constant may have
   const ir::Node *current = nullptr;     // the node being rewritten
   PlacementReasons *placement = nullptr; // where placement passes explain themselves, when asked
+  /// Graph inputs and outputs (by index) that live on the device between runs when a device is used: the
+  /// params and their updates, so that training steps do not move parameters back and forth.
+  std::vector<size_t> residentInputs, residentOutputs;
 
   /// Adds a node at the current node's location, on the current node's place.
   ir::Value *make(ir::OpKind kind, std::vector<ir::Value *> inputs, ir::OpAttrs attrs = {});

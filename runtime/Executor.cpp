@@ -61,6 +61,20 @@ const Tensor &Executor::constant(const ir::Value *value) {
   return cached->second;
 }
 
+Tensor Executor::transfer(const ir::Node &node, const Tensor &source) {
+  // A constant is placed in device memory once, on the first run.
+  bool constant = node.op().kind() == ir::OpKind::ToDevice && node.input(0)->isConstant();
+  if (constant)
+    if (auto cached = constants_.find(node.output()); cached != constants_.end()) return cached->second;
+  // The simulated device: its memory is separate, so a transfer is a copy, and it is counted.
+  Tensor copy = Tensor::empty(source.dtype(), source.shape());
+  copy.copyFrom(source);
+  ++(node.op().kind() == ir::OpKind::ToDevice ? transfers_.toDevice : transfers_.toHost);
+  transfers_.bytes += static_cast<size_t>(copy.numElements()) * ir::dtypeSize(copy.dtype());
+  if (constant) constants_[node.output()] = copy;
+  return copy;
+}
+
 std::vector<Tensor> Executor::run(const std::vector<Tensor> &inputs) {
   TG_ASSERT(inputs.size() == graph_.inputs().size())
       << inputs.size() << " tensors for " << graph_.inputs().size() << " graph inputs";
@@ -86,12 +100,7 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor> &inputs) {
     try {
       ir::OpKind kind = node->op().kind();
       if (kind == ir::OpKind::ToDevice || kind == ir::OpKind::ToHost) {
-        // The simulated device: its memory is separate, so a transfer is a copy, and it is counted.
-        Tensor copy = Tensor::empty(arguments[0].dtype(), arguments[0].shape());
-        copy.copyFrom(arguments[0]);
-        ++(kind == ir::OpKind::ToDevice ? transfers_.toDevice : transfers_.toHost);
-        transfers_.bytes += static_cast<size_t>(copy.numElements()) * ir::dtypeSize(copy.dtype());
-        results.push_back(std::move(copy));
+        results.push_back(transfer(*node, arguments[0]));
       } else {
         results = runOp(node->op(), arguments, types);
       }

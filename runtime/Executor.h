@@ -36,10 +36,12 @@ public:
 
 private:
   const Tensor &constant(const ir::Value *value);
+  /// Runs a to_device or to_host node: a counted copy between the two memories.
+  Tensor transfer(const ir::Node &node, const Tensor &source);
 
   const ir::Graph &graph_;
   std::unordered_map<const ir::Value *, int> uses_; // node inputs and graph outputs reading each value
-  std::unordered_map<const ir::Value *, Tensor> constants_;
+  std::unordered_map<const ir::Value *, Tensor> constants_; // constants, and their copies in device memory
   TransferStats transfers_;
 };
 

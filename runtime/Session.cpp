@@ -6,6 +6,15 @@ namespace tg::runtime {
 
 Session::Session(const ir::Program &program) : program_(program), executor_(program.graph) {
   params_ = Executor(program.init).run({});
+  // A param the placement keeps in device memory is uploaded once, here, not at every step.
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (program.params[i].value->type().place != ir::Place::Device) continue;
+    Tensor device = Tensor::empty(params_[i].dtype(), params_[i].shape());
+    device.copyFrom(params_[i]);
+    params_[i] = device;
+    ++uploads_.toDevice;
+    uploads_.bytes += static_cast<size_t>(device.numElements()) * ir::dtypeSize(device.dtype());
+  }
   TG_ASSERT(params_.size() == program.params.size())
       << "init computes " << params_.size() << " values for " << program.params.size() << " params";
 }
@@ -50,6 +59,13 @@ std::vector<Tensor> Session::step(const std::map<std::string, Tensor> &inputs) {
     params_[program_.updates[i].param] = std::move(results[outputCount + i]);
   results.resize(outputCount);
   return results;
+}
+
+TransferStats Session::transfers() const {
+  TransferStats total = executor_.transfers();
+  total.toDevice += uploads_.toDevice;
+  total.bytes += uploads_.bytes;
+  return total;
 }
 
 const Tensor &Session::param(const std::string &name) const {

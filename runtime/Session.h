@@ -22,7 +22,7 @@ public:
   std::vector<Tensor> step(const std::map<std::string, Tensor> &inputs);
 
   /// The transfers between host and device made by the steps so far.
-  const TransferStats &transfers() const { return executor_.transfers(); }
+  TransferStats transfers() const;
 
   /// A param's current value. Throws UserError for an unknown name.
   const Tensor &param(const std::string &name) const;
@@ -31,6 +31,7 @@ private:
   const ir::Program &program_;
   Executor executor_;
   std::vector<Tensor> params_; // in program.params order
+  TransferStats uploads_;      // params moved to device memory once, at the start
 };
 
 } // namespace tg::runtime

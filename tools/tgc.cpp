@@ -301,7 +301,7 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
   for (const auto &param : program->params)
     if (const std::string *path = saved(param.name)) ir::saveNpy(*path, session.param(param.name).toData());
   if (options.verbose) {
-    const runtime::TransferStats &transfers = session.transfers();
+    runtime::TransferStats transfers = session.transfers();
     std::cerr << "tgc: transfers: " << transfers.toDevice << " to the device, " << transfers.toHost
               << " to the host, " << transfers.bytes << " bytes\n";
   }

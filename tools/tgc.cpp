@@ -44,7 +44,7 @@ run options:
   --out NAME=FILE.npy   save output or param NAME to a .npy file instead of printing it
   --steps N             run N steps, applying the updates after each (default 1)
   --print-every K       also print the outputs after every K-th step, as "step N: name = value"
-  --device DEVICE       auto, cpu or sim (default auto: cpu, as this build has no CUDA support yet);
+  --device DEVICE       auto, cpu, sim or cuda (default auto: cpu, as this build has no CUDA support yet);
                         sim is a simulated device: separate memory, counted transfers, kernels on the CPU
   -v                    say what happens
 
@@ -127,9 +127,13 @@ Options parseOptions(int argc, char **argv) {
       (arg == "--steps" ? options.steps : options.printEvery) = count;
     } else if (arg == "--device" && (forRun || forCompile)) {
       options.device = value();
-      if (options.device != "auto" && options.device != "cpu" && options.device != "sim")
+      if (options.device != "auto" && options.device != "cpu" && options.device != "sim" &&
+          options.device != "cuda")
         throw UsageError{"unknown device '" + options.device + "'; this build supports: auto, cpu, sim"};
       options.optimizer.device = options.device == "sim";
+      if (options.device == "cuda")
+        throw ir::UserError("--device=cuda: this build of tgc has no CUDA runtime yet; --device=sim runs the "
+                            "device pipeline on the CPU");
     } else if (arg == "--emit" && forCompile) {
       options.emit = value();
       if (options.emit != "ast" && options.emit != "ir" && options.emit != "opt" && options.emit != "json" &&

@@ -46,6 +46,13 @@ std::unique_ptr<ir::Program> GraphBuilder::build(const Module &script) {
   if (diags_.hasErrors()) return nullptr;
   for (const auto &update : program_->updates)
     program_->graph.addOutput(update.value);
+  // Declarations may interleave; the program's graph takes its inputs first, then its params.
+  std::vector<ir::Value *> order;
+  for (const auto &input : program_->inputs)
+    order.push_back(input.value);
+  for (const auto &param : program_->params)
+    order.push_back(param.value);
+  program_->graph.setInputOrder(std::move(order));
   return std::move(program_);
 }
 

@@ -24,6 +24,14 @@ Value *Graph::addInput(TensorType type, std::string name) {
   return value;
 }
 
+void Graph::setInputOrder(std::vector<Value *> order) {
+  std::vector<Value *> sorted = order, current = inputs_;
+  std::sort(sorted.begin(), sorted.end());
+  std::sort(current.begin(), current.end());
+  TG_ASSERT(sorted == current) << "setInputOrder must keep the same inputs";
+  inputs_ = std::move(order);
+}
+
 Value *Graph::replaceInput(Value *input, TensorType type) {
   auto position = std::find(inputs_.begin(), inputs_.end(), input);
   TG_ASSERT(position != inputs_.end()) << "value " << input->id_ << " is not a graph input";

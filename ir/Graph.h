@@ -97,6 +97,8 @@ public:
   Graph &operator=(const Graph &) = delete;
 
   Value *addInput(TensorType type, std::string name);
+  /// Reorders the inputs; `order` must hold exactly the current inputs.
+  void setInputOrder(std::vector<Value *> order);
   /// Puts a new input of `type` (same name) in the place of `input`, which stops being an input; its clients
   /// are the caller's to move. Returns the new input.
   Value *replaceInput(Value *input, TensorType type);

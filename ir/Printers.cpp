@@ -35,8 +35,9 @@ std::string constantText(const TensorData &data) {
   return text + (count > 6 ? " ...]" : "]");
 }
 
+/// Where a node runs (a transfer runs on the host, whichever way it copies).
 std::string place(const Node &node) {
-  return node.output()->type().place == Place::Device ? "device" : "host";
+  return node.op().place() == Place::Device ? "device" : "host";
 }
 
 class TreePrinter {

@@ -30,7 +30,8 @@ struct Program {
     Value *value; // an output of `graph`
   };
 
-  Graph graph; // inputs: `inputs` then `params`; outputs: `outputs` then `updates`
+  Graph graph; // inputs: `inputs` then `params` (whatever the order of declaration); outputs: `outputs` then
+               // `updates`
   Graph init;  // no inputs; outputs: each param's initial value, in order
   std::vector<Input> inputs;
   std::vector<Param> params;

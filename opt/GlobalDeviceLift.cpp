@@ -48,8 +48,11 @@ public:
     }
     for (Node *node : order)
       forward(node);
-    for (Value *output : graph_.outputs())
-      outputValues_.insert(mapped(output));
+    const std::vector<Value *> &outputs = graph_.outputs();
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      bool resident = std::count(context_.residentOutputs.begin(), context_.residentOutputs.end(), i) > 0;
+      (resident ? residentOutputValues_ : hostOutputValues_).insert(mapped(outputs[i]));
+    }
     for (auto it = order.rbegin(); it != order.rend(); ++it)
       backward(*it);
     finish();
@@ -75,7 +78,11 @@ private:
   /// The host copy of a device value, made once.
   Value *toHost(Value *device) {
     Value *&cached = cachedTransfer(toHostOf_, device);
-    if (!cached) cached = graph_.addNode(ir::Op(OpKind::ToHost), {device}, device->owner()->loc())->output();
+    if (!cached) {
+      // A param kept in device memory is a graph input: it has no node to lend its location.
+      ir::SourceLoc loc = device->owner() ? device->owner()->loc() : ir::SourceLoc{};
+      cached = graph_.addNode(ir::Op(OpKind::ToHost), {device}, loc)->output();
+    }
     return cached;
   }
 
@@ -145,7 +152,7 @@ private:
   void backward(Node *old) {
     Value *value = mapped(old->output());
     Node *node = value->owner();
-    if (!node || onDevice(value) || node->pin() == ir::Pin::Host || outputValues_.count(value)) return;
+    if (!node || onDevice(value) || node->pin() == ir::Pin::Host || hostOutputValues_.count(value)) return;
     Lifter lifter = lifterFor(node->op().kind());
     if (!lifter) return;
     std::vector<ir::Use> clients;
@@ -154,7 +161,8 @@ private:
       if (use.node->op().place() != Place::Device && use.node->op().kind() != OpKind::ToDevice) return;
       clients.push_back(use);
     }
-    if (clients.empty()) return;
+    // The new value of a param kept in device memory is read there: a device client.
+    if (clients.empty() && !residentOutputValues_.count(value)) return;
     std::optional<ir::Op> op = lift(lifter, *node);
     if (!op) return;
     Value *moved = moveToDevice(node, *op, node->inputs(), "moved backward");
@@ -219,7 +227,9 @@ private:
   std::vector<Value *> mapping_; // by old value id: its value in the new graph (null: itself)
   std::vector<bool> retired_;    // by node id: an old node the new graph no longer uses
   std::vector<Value *> toDeviceOf_, toHostOf_;
-  std::unordered_set<const Value *> outputValues_; // the new graph's outputs: host clients of their values
+  std::unordered_set<const Value *> hostOutputValues_; // outputs returned to the host: host clients
+  std::unordered_set<const Value *>
+      residentOutputValues_; // new param values kept on the device: device clients
 };
 
 } // namespace

@@ -2,6 +2,7 @@
 //
 //   tgc run FILE.tg [--device auto|cpu] [--in NAME=FILE.npy]... [--out NAME=FILE.npy]... [--steps N] [-v]
 //   tgc compile FILE.tg --emit=ast|ir|opt|json|dot [-o FILE] [optimizer options]
+//   optimizer options include --lift=global|local (the device placement strategy)
 //
 // Exit codes: 0 success, 1 a user error in the script or its inputs, 2 bad usage, 3 an internal error.
 #include "frontend/AstPrinter.h"
@@ -62,6 +63,9 @@ optimizer options (compile and run):
   --opt-include=NAME       also run the passes with this name or tag
   --opt-exclude=NAME       skip the passes with this name or tag
   --verify-each            verify the graph after every pass
+  --lift=global|local      how the lift pass places nodes on the device (default global: one forward and
+                           one backward pass, one validation); local is the legacy baseline, Theano's way:
+                           one node at a time, validating the whole graph after each move
   -O0                      run no optimization pass
   passes, in order: merge, constant-fold, canonicalize, stabilize, specialize, and with a device
   lift, cut-transfers
@@ -158,6 +162,10 @@ Options parseOptions(int argc, char **argv) {
         options.optimizer.printAfter = pass;
       else
         (arg == "--opt-include" ? options.optimizer.include : options.optimizer.exclude).push_back(pass);
+    } else if (arg == "--lift") {
+      options.optimizer.lift = value();
+      if (!opt::isLiftStrategy(options.optimizer.lift))
+        throw UsageError{"unknown --lift value '" + options.optimizer.lift + "'; expected global or local"};
     } else if (arg == "--verify-each") {
       options.optimizer.verifyEach = true;
     } else if (arg == "-O0") {
@@ -203,7 +211,7 @@ opt::OptimizerProfile optimizeProgram(ir::Program &program, const Options &optio
 }
 
 /// --explain-placement: each node in order, where it runs, and why.
-std::string explainPlacement(const ir::Program &program, const opt::PlacementReasons &reasons) {
+std::string explainPlacement(const ir::Program &program, const opt::PlacementReasons &reasons, bool device) {
   std::ostringstream out;
   const std::vector<ir::Node *> &order = program.graph.toposort();
   for (size_t i = 0; i < order.size(); ++i) {
@@ -239,7 +247,7 @@ int compile(const Options &options, frontend::DiagnosticEngine &diags) {
     opt::OptimizerProfile profile =
         optimize ? optimizeProgram(*program, options, &reasons) : opt::OptimizerProfile{};
     if (options.explainPlacement) {
-      std::cout << explainPlacement(*program, reasons);
+      std::cout << explainPlacement(*program, reasons, options.optimizer.device);
       return 0;
     }
     std::string profileJson = options.optProfile ? opt::profileJson(profile) : "";

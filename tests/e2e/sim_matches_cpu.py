@@ -1,0 +1,143 @@
+#!/usr/bin/python3
+"""Every example prints the same on the simulated device as on the CPU, and the device is really used.
+
+For each examples/*.tg: `tgc run` with --device=cpu and with --device=sim (the training examples with their
+data, --steps 20 --print-every 5; the others with the data they name, once), both with -v. Checks:
+  - both runs succeed and print exactly the same stdout;
+  - the sim run reports `tgc: transfers: N to the device, M to the host, B bytes` on stderr, with N > 0 when the
+    example has inputs (a script without inputs may stay on the host entirely);
+  - the cpu run reports no transfer at all.
+
+  /usr/bin/python3 tests/e2e/sim_matches_cpu.py --tgc build/tgc [-k SUBSTRING] [-v]
+
+The last line printed is exactly `N passed, M failed`; the exit status is non-zero on any failure.
+"""
+import argparse
+import glob
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLES = os.path.join(ROOT, "examples")
+DATA = os.path.join(EXAMPLES, "data")
+
+# The data each example with inputs runs on (as in train_examples.py and the examples' own headers).
+INPUTS = {
+    "logreg.tg": ["X=logreg_X.npy", "y=logreg_y.npy"],
+    "mlp.tg": ["X=spiral_X.npy", "labels=spiral_y.npy"],
+    "normalize.tg": ["X=points.npy"],
+}
+TRAINING_STEPS, PRINT_EVERY = 20, 5
+
+TRANSFERS = re.compile(r"^tgc: transfers: (\d+) to the device, (\d+) to the host, (\d+) bytes$", re.M)
+
+
+def declared_inputs(path):
+    with open(path) as source:
+        return re.findall(r"^\s*input\s+(\w+)\s*:", source.read(), re.M)
+
+
+def trains(path):
+    with open(path) as source:
+        return re.search(r"^\s*update\s+\w+\s*=", source.read(), re.M) is not None
+
+
+def run(tgc, path, device, inputs, steps):
+    args = [tgc, "run", path, "--device", device, "-v"]
+    for assignment in inputs:
+        name, file = assignment.split("=", 1)
+        args += ["--in", "%s=%s" % (name, os.path.join(DATA, file))]
+    if steps:
+        args += ["--steps", str(steps), "--print-every", str(PRINT_EVERY)]
+    return args, subprocess.run(args, capture_output=True, text=True, timeout=600)
+
+
+def check_example(tgc, path, verbose):
+    """Returns a list of (description, ok, detail)."""
+    name = os.path.basename(path)
+    wanted = declared_inputs(path)
+    inputs = INPUTS.get(name, [])
+    given = [assignment.split("=", 1)[0] for assignment in inputs]
+    if sorted(given) != sorted(wanted):
+        return [("data for inputs %s" % wanted, False,
+                 "sim_matches_cpu.py gives %s; add the example to INPUTS" % (given or "nothing"))]
+    steps = TRAINING_STEPS if trains(path) else 0
+    checks = []
+    results = {}
+    for device in ("cpu", "sim"):
+        args, result = run(tgc, path, device, inputs, steps)
+        results[device] = result
+        ok = result.returncode == 0
+        checks.append(("runs on %s" % device, ok,
+                       "" if ok else "exit %d: %s\n%s" % (result.returncode, " ".join(args), result.stderr.strip())))
+        if verbose and ok:
+            print("  %s %s: %s" % (name, device, " ".join(args[1:])))
+    if not all(ok for _, ok, _ in checks):
+        return checks
+
+    cpu, sim = results["cpu"], results["sim"]
+    same = cpu.stdout == sim.stdout and cpu.stdout.strip() != ""
+    detail = ""
+    if not same:
+        cpu_lines, sim_lines = cpu.stdout.splitlines(), sim.stdout.splitlines()
+        for i in range(max(len(cpu_lines), len(sim_lines))):
+            a = cpu_lines[i] if i < len(cpu_lines) else "<none>"
+            b = sim_lines[i] if i < len(sim_lines) else "<none>"
+            if a != b:
+                detail = "first difference, line %d:\n    cpu: %s\n    sim: %s" % (i + 1, a, b)
+                break
+        if not detail:
+            detail = "no output"
+    checks.append(("sim prints what cpu prints (%d lines)" % len(cpu.stdout.splitlines()), same, detail))
+
+    reports = TRANSFERS.findall(sim.stderr)
+    if not reports:
+        checks.append(("sim reports its transfers", False, "stderr:\n" + sim.stderr.strip()))
+    else:
+        to_device, to_host, size = (int(n) for n in reports[-1])
+        if wanted:
+            checks.append(("sim moves data to the device (%d to the device, %d to the host, %d bytes)"
+                           % (to_device, to_host, size), to_device > 0, "expected N > 0 for an example with inputs"))
+        else:
+            checks.append(("sim reports its transfers (%d to the device, %d to the host; no inputs)"
+                           % (to_device, to_host), True, ""))
+    cpu_reports = TRANSFERS.findall(cpu.stderr)
+    no_transfer = bool(cpu_reports) and all(int(n) == 0 for report in cpu_reports for n in report)
+    checks.append(("cpu makes no transfer", no_transfer, "stderr:\n" + cpu.stderr.strip()))
+    return checks
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tgc", required=True, help="the tgc binary")
+    parser.add_argument("-k", dest="filter", help="run only the examples whose file name contains this text")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show the commands")
+    args = parser.parse_args()
+    tgc = os.path.abspath(args.tgc)
+    examples = sorted(glob.glob(os.path.join(EXAMPLES, "*.tg")))
+    if args.filter:
+        examples = [path for path in examples if args.filter in os.path.basename(path)]
+    passed = failed = 0
+    if not examples:
+        print("no examples found in %s" % EXAMPLES)
+        failed += 1
+    for path in examples:
+        name = os.path.basename(path)
+        try:
+            checks = check_example(tgc, path, args.verbose)
+        except (OSError, subprocess.SubprocessError) as error:
+            checks = [("runs", False, str(error))]
+        for description, ok, detail in checks:
+            print("%s %s: %s" % ("ok  " if ok else "FAIL", name, description))
+            if not ok and detail:
+                print("     " + detail.replace("\n", "\n     "))
+            passed += ok
+            failed += not ok
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

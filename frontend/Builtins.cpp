@@ -1,6 +1,6 @@
 // The builtin functions of the language: their signatures (positional parameters, keywords, defaults) and how
 // each becomes graph nodes. Argument checking happens here, with the call's locations.
-#include "frontend/GraphBuilder.h"
+#include "frontend/GraphBuilderInternal.h"
 #include "ir/Assert.h"
 #include "ir/Npy.h"
 

@@ -1,4 +1,4 @@
-#include "frontend/GraphBuilder.h"
+#include "frontend/GraphBuilderInternal.h"
 
 #include "ir/Assert.h"
 #include "ir/Gradient.h"

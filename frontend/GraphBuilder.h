@@ -8,11 +8,8 @@
 #include "frontend/ModuleLoader.h"
 #include "ir/Program.h"
 
-#include <map>
 #include <memory>
-#include <optional>
 #include <string>
-#include <vector>
 
 namespace tg::frontend {
 
@@ -22,120 +19,5 @@ std::unique_ptr<ir::Program> buildProgram(const Module &script, ModuleLoader &lo
 
 /// Parses and builds a script file: what `tgc run` and `tgc compile` do first.
 std::unique_ptr<ir::Program> compileScript(const std::string &path, DiagnosticEngine &diags);
-
-namespace detail {
-
-/// A tensor as semantic analysis sees it: a graph value and whether it is a weak literal, whose dtype yields
-/// to the other operand's (`x * 2.0` keeps x's dtype).
-struct TypedValue {
-  ir::Value *value = nullptr;
-  bool weak = false;
-};
-
-struct ModuleScope;
-class Scope;
-
-/// What a name stands for.
-struct Binding {
-  enum class Kind { Tensor, Expression, Function, Module, Poisoned };
-  Kind kind = Kind::Poisoned;
-  TypedValue tensor;                // Tensor
-  const ir::Graph *graph = nullptr; // Tensor: the graph holding it
-  const Expr *expression = nullptr; // Expression: a list argument of an inlined call, evaluated where used
-  const Scope *expressionScope = nullptr;
-  const DefStmt *function = nullptr;     // Function
-  ModuleScope *definingModule = nullptr; // Function: the module whose names its body sees
-  ModuleScope *module = nullptr;         // Module
-  SourceLoc loc;                         // where it was defined
-};
-
-class Scope {
-public:
-  explicit Scope(const Scope *parent = nullptr) : parent_(parent) {}
-  const Binding *find(const std::string &name) const;
-  const Binding *findLocal(const std::string &name) const;
-  void bind(const std::string &name, Binding binding) { names_[name] = std::move(binding); }
-
-private:
-  const Scope *parent_;
-  std::map<std::string, Binding> names_;
-};
-
-struct ModuleScope {
-  std::string name;
-  const Module *ast = nullptr;
-  std::string folder;
-  Scope scope;
-};
-
-/// Thrown after an error has been reported, to unwind to the statement without reporting again.
-struct AlreadyReported {};
-
-class GraphBuilder {
-public:
-  GraphBuilder(ModuleLoader &loader, DiagnosticEngine &diags) : loader_(loader), diags_(diags) {}
-  std::unique_ptr<ir::Program> build(const Module &script);
-
-  // Expressions (GraphBuilder.cpp).
-  TypedValue evaluate(const Expr &expr, const Scope &scope);
-  TypedValue evaluateTensor(const Expr &expr, const Scope &scope, const char *what);
-  /// Integer literals, `-` of them, and names bound to integer constants, as used for axes and shapes.
-  std::vector<int64_t> staticInts(const Expr &expr, const Scope &scope, const char *what);
-  int64_t staticInt(const Expr &expr, const Scope &scope, const char *what);
-  double staticNumber(const Expr &expr, const Scope &scope, const char *what, bool *isFloat = nullptr);
-
-  // Typing helpers shared with the builtins.
-  ir::Value *convert(TypedValue value, ir::DType dtype, const SourceLoc &loc);
-  /// A weak value takes its default dtype (f32 for a float literal, i64 for an integer).
-  ir::Value *materialize(TypedValue value, const SourceLoc &loc);
-  /// NumPy's result dtype of several operands with weak-literal rules (f64 or i64 when all are weak).
-  ir::DType resultDType(const std::vector<TypedValue> &operands) const;
-  bool allWeak(const std::vector<TypedValue> &operands) const;
-  TypedValue apply(ir::Op op, std::vector<ir::Value *> inputs, const SourceLoc &loc);
-  /// Applies an elementwise op after promoting its operands to one dtype.
-  TypedValue applyElementwise(ir::OpKind kind, std::vector<TypedValue> operands, const SourceLoc &loc);
-
-  // Builtin functions (Builtins.cpp). Returns nullopt when `name` is not a builtin.
-  std::optional<TypedValue> callBuiltin(const std::string &name, const CallExpr &call, const Scope &scope);
-  /// grad(cost, wrt...): one gradient per wrt (Gradient.h builds them into the current graph).
-  std::vector<TypedValue> gradients(const CallExpr &call, const Scope &scope);
-  static bool isBuiltin(const std::string &name);
-
-  [[noreturn]] void fail(const SourceLoc &loc, const std::string &message);
-
-private:
-  void statement(const Stmt &stmt, ModuleScope &module, bool isScript);
-  void importModule(const ImportStmt &stmt, ModuleScope &module);
-  void declare(Scope &scope, const Identifier &id, Binding binding);
-  /// `let a, b = expr`: evaluates expr and binds each name in `scope`.
-  void bindLet(const LetStmt &let, Scope &scope);
-  /// The values of the right side of a let: one, or one per `wrt` for grad(cost, wrt...).
-  std::vector<TypedValue> evaluateValues(const Expr &expr, const Scope &scope);
-  ir::TensorType declaredType(const TypeExpr &type, bool isParam);
-  TypedValue callFunction(const Binding &function, const CallExpr &call, const Scope &scope);
-  TypedValue evaluateName(const NameExpr &expr, const Scope &scope);
-  TypedValue evaluateUnary(const UnaryExpr &expr, const Scope &scope);
-  TypedValue evaluateBinary(const BinaryExpr &expr, const Scope &scope);
-  TypedValue evaluateIndex(const IndexExpr &expr, const Scope &scope);
-  TypedValue evaluateCall(const CallExpr &call, const Scope &scope);
-  TypedValue evaluatePinned(const PinnedExpr &expr, const Scope &scope);
-  ir::Value *fitToType(TypedValue value, const ir::TensorType &type, const SourceLoc &loc,
-                       const std::string &what);
-
-  ModuleLoader &loader_;
-  DiagnosticEngine &diags_;
-  std::unique_ptr<ir::Program> program_;
-  ir::Graph *graph_ = nullptr; // the graph expressions are built into: program_->graph, or ->init for params
-  std::vector<std::unique_ptr<ModuleScope>> modules_;
-  std::vector<std::string> importStack_;
-  std::vector<const DefStmt *> callStack_;
-  std::vector<std::unique_ptr<Scope>> callScopes_;
-  uint64_t nextSeed_ = 0;
-
-public:
-  uint64_t takeSeed() { return nextSeed_++; }
-};
-
-} // namespace detail
 
 } // namespace tg::frontend

@@ -2,7 +2,6 @@
 
 #include "opt/Lifters.h"
 
-#include <algorithm>
 #include <chrono>
 #include <unordered_set>
 
@@ -29,7 +28,14 @@ public:
   GlobalLift(ir::Graph &graph, RewriteContext &context, PassProfile &profile)
       : graph_(graph), context_(context), profile_(profile), mapping_(graph.valueIdBound(), nullptr),
         retired_(graph.nodeIdBound(), false), toDeviceOf_(graph.valueIdBound(), nullptr),
-        toHostOf_(graph.valueIdBound(), nullptr) {}
+        toHostOf_(graph.valueIdBound(), nullptr), residentInput_(graph.inputs().size(), false),
+        residentOutput_(graph.outputs().size(), false) {
+    // Flags by index, so that asking about an input or output costs no search of the lists.
+    for (size_t i : context.residentInputs)
+      residentInput_.at(i) = true;
+    for (size_t i : context.residentOutputs)
+      residentOutput_.at(i) = true;
+  }
 
   void run() {
     auto start = Clock::now();
@@ -38,7 +44,7 @@ public:
     std::vector<Value *> inputs = graph_.inputs();
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (inputs[i]->type().isScalar()) continue;
-      if (std::count(context_.residentInputs.begin(), context_.residentInputs.end(), i)) {
+      if (residentInput_[i]) {
         ir::TensorType type = inputs[i]->type();
         type.place = Place::Device;
         mapping_[inputs[i]->id()] = graph_.replaceInput(inputs[i], type); // a param kept in device memory
@@ -49,13 +55,14 @@ public:
     for (Node *node : order)
       forward(node);
     const std::vector<Value *> &outputs = graph_.outputs();
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      bool resident = std::count(context_.residentOutputs.begin(), context_.residentOutputs.end(), i) > 0;
-      (resident ? residentOutputValues_ : hostOutputValues_).insert(mapped(outputs[i]));
-    }
+    for (size_t i = 0; i < outputs.size(); ++i)
+      (residentOutput_[i] ? residentOutputValues_ : hostOutputValues_).insert(mapped(outputs[i]));
     for (auto it = order.rbegin(); it != order.rend(); ++it)
       backward(*it);
     finish();
+    if (movedForward_) profile_.details["moved forward"] = static_cast<double>(movedForward_);
+    if (movedBackward_) profile_.details["moved backward"] = static_cast<double>(movedBackward_);
+    lifters_.record(profile_);
   }
 
 private:
@@ -92,27 +99,18 @@ private:
     return cache[id];
   }
 
-  void explain(const Node *node, std::string reason) {
-    if (context_.placement) (*context_.placement)[node] = std::move(reason);
+  /// Records why `node` runs where it does, when asked: the reason is only built then, since this is on the
+  /// path of every node.
+  template <typename Reason>
+  void explain(const Node *node, Reason reason) {
+    if (context_.placement) (*context_.placement)[node] = reason();
   }
 
-  /// Asks the lifter, counting calls, successes and time per op kind.
-  std::optional<ir::Op> lift(Lifter lifter, const Node &node) {
-    std::string kind = node.op().name();
-    auto start = Clock::now();
-    std::optional<ir::Op> op = lifter(node);
-    profile_.details["lifter " + kind + " seconds"] += secondsSince(start);
-    profile_.details["lifter " + kind + " calls"] += 1;
-    if (op) profile_.details["lifter " + kind + " successes"] += 1;
-    return op;
-  }
-
-  Value *moveToDevice(Node *node, const ir::Op &op, const std::vector<Value *> &inputs,
-                      const char *direction) {
+  Value *moveToDevice(Node *node, const ir::Op &op, const std::vector<Value *> &inputs, size_t &moves) {
     Node *moved = graph_.addNode(op, deviceInputs(inputs, [this](Value *v) { return toDevice(v); }),
                                  node->loc(), node->pin());
-    profile_.details[std::string("lifter ") + node->op().name() + " nodes created"] += 1;
-    profile_.details[direction] += 1;
+    lifters_.created(node->op().kind());
+    ++moves;
     return moved->output();
   }
 
@@ -126,13 +124,14 @@ private:
     Lifter lifter = lifterFor(node->op().kind());
     bool wanted = deviceInput < inputs.size() || node->pin() == ir::Pin::Device;
     if (lifter && node->pin() != ir::Pin::Host && wanted) {
-      if (std::optional<ir::Op> op = lift(lifter, *node)) {
-        Value *moved = moveToDevice(node, *op, inputs, "moved forward");
+      if (std::optional<ir::Op> op = lifters_.call(lifter, *node)) {
+        Value *moved = moveToDevice(node, *op, inputs, movedForward_);
         retire(node, moved);
-        explain(moved->owner(),
-                node->pin() == ir::Pin::Device
-                    ? "pinned by @device"
-                    : "moved forward: input " + std::to_string(deviceInput) + " is on the device");
+        explain(moved->owner(), [&] {
+          return node->pin() == ir::Pin::Device
+                     ? std::string("pinned by @device")
+                     : "moved forward: input " + std::to_string(deviceInput) + " is on the device";
+        });
         return;
       }
     }
@@ -143,9 +142,11 @@ private:
       host = graph_.addNode(node->op(), inputs, node->loc(), node->pin());
       retire(node, host->output());
     }
-    explain(host, node->pin() == ir::Pin::Host ? "stayed: pinned by @host"
-                  : !lifter                    ? "stayed: no lifter (no device implementation)"
-                                               : "stayed: no input on the device");
+    explain(host, [&] {
+      return node->pin() == ir::Pin::Host ? "stayed: pinned by @host"
+             : !lifter                    ? "stayed: no lifter (no device implementation)"
+                                          : "stayed: no input on the device";
+    });
   }
 
   /// A host node whose clients all run on the device moves there too.
@@ -163,18 +164,19 @@ private:
     }
     // The new value of a param kept in device memory is read there: a device client.
     if (clients.empty() && !residentOutputValues_.count(value)) return;
-    std::optional<ir::Op> op = lift(lifter, *node);
+    std::optional<ir::Op> op = lifters_.call(lifter, *node);
     if (!op) return;
-    Value *moved = moveToDevice(node, *op, node->inputs(), "moved backward");
-    for (const ir::Use &use : clients) {
-      if (use.node->op().kind() == OpKind::ToDevice)
-        graph_.substitute(use.node->output(), moved);
-      else
-        graph_.setInput(use.node, use.index, moved);
-    }
+    Value *moved = moveToDevice(node, *op, node->inputs(), movedBackward_);
+    for (const ir::Use &use : clients)
+      if (use.node->op().kind() == OpKind::ToDevice) graph_.substitute(use.node->output(), moved);
+    // Every other reader now reads the device value: the live ones run on the device (reading a 0-d value by
+    // value), the rest are nodes the new graph no longer uses, dropped with the dead. One substitution,
+    // linear in the readers: a setInput per reader searches the client list each time, which made a 0-d value
+    // read by k device nodes cost k^2.
+    graph_.substitute(value, moved);
     if (node != old) markRetired(node);
     retire(old, moved);
-    explain(moved->owner(), "moved backward: all its clients are on the device");
+    explain(moved->owner(), [] { return "moved backward: all its clients are on the device"; });
   }
 
   bool isRetired(const Node *node) const {
@@ -199,7 +201,7 @@ private:
     const std::vector<Value *> &outputs = graph_.outputs();
     for (size_t i = 0; i < outputs.size(); ++i) {
       Value *output = outputs[i], *result = mapped(output);
-      bool resident = std::count(context_.residentOutputs.begin(), context_.residentOutputs.end(), i) > 0;
+      bool resident = residentOutput_[i];
       if (resident && !onDevice(result)) {
         result = toDevice(result); // the new value of a param kept in device memory
       } else if (!resident && onDevice(result)) {
@@ -229,7 +231,10 @@ private:
   std::vector<Value *> toDeviceOf_, toHostOf_;
   std::unordered_set<const Value *> hostOutputValues_; // outputs returned to the host: host clients
   std::unordered_set<const Value *>
-      residentOutputValues_; // new param values kept on the device: device clients
+      residentOutputValues_;                         // new param values kept on the device: device clients
+  std::vector<bool> residentInput_, residentOutput_; // by input and output index: context.resident*
+  LifterStats lifters_;
+  size_t movedForward_ = 0, movedBackward_ = 0;
 };
 
 } // namespace

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "ir/Graph.h"
+#include "opt/Rewrite.h"
 
 #include <optional>
 
@@ -26,5 +27,27 @@ std::vector<ir::Value *> deviceInputs(const std::vector<ir::Value *> &mapped, To
   }
   return inputs;
 }
+
+/// What the lifters did in one placement pass, counted by op kind in plain arrays and written to the profile
+/// once at the end: asking a lifter is on the path of every node, so it builds no strings and looks up no
+/// map.
+class LifterStats {
+public:
+  /// Asks `lifter` about `node`, counting the call, its time and whether it succeeded.
+  std::optional<ir::Op> call(Lifter lifter, const ir::Node &node);
+  /// Counts one device node created for a node of `kind`.
+  void created(ir::OpKind kind) { counts(kind).created += 1; }
+  /// Adds "lifter KIND calls", "... seconds", "... successes" and "... nodes created" (the last two when not
+  /// zero) to `profile.details`.
+  void record(PassProfile &profile) const;
+
+private:
+  struct Counts {
+    size_t calls = 0, successes = 0, created = 0;
+    double seconds = 0;
+  };
+  Counts &counts(ir::OpKind kind);
+  std::vector<Counts> byKind_;
+};
 
 } // namespace tg::opt

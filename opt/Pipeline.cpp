@@ -1,11 +1,13 @@
 #include "opt/Pipeline.h"
 
+#include "ir/Assert.h"
 #include "ir/Printers.h"
 #include "opt/Canonicalize.h"
 #include "opt/ConstantFold.h"
 #include "opt/CutTransfers.h"
 #include "opt/Equilibrium.h"
 #include "opt/GlobalDeviceLift.h"
+#include "opt/LocalDeviceLift.h"
 #include "opt/Merge.h"
 #include "opt/Specialize.h"
 #include "opt/Stabilize.h"
@@ -19,11 +21,11 @@ namespace tg::opt {
 
 namespace {
 
-void runMerge(ir::Graph &graph, RewriteContext &, PassProfile &profile) {
+void runMerge(ir::Graph &graph, RewriteContext &, PassProfile &profile, const OptimizerOptions &) {
   mergeEquivalent(graph, profile);
 }
 
-void runConstantFold(ir::Graph &, RewriteContext &context, PassProfile &profile) {
+void runConstantFold(ir::Graph &, RewriteContext &context, PassProfile &profile, const OptimizerOptions &) {
   rewriteToFixedPoint(context, {constantFoldRule()}, profile);
 }
 
@@ -35,22 +37,28 @@ void runRuleSet(RewriteContext &context, std::vector<RewriteRule> rules, PassPro
   mergeEquivalent(context.graph, profile);
 }
 
-void runCanonicalize(ir::Graph &, RewriteContext &context, PassProfile &profile) {
+void runCanonicalize(ir::Graph &, RewriteContext &context, PassProfile &profile, const OptimizerOptions &) {
   std::vector<RewriteRule> rules = canonicalizeRules();
   for (RewriteRule &rule : cutTransferRules())
     rules.push_back(std::move(rule));
   runRuleSet(context, std::move(rules), profile);
 }
-void runStabilize(ir::Graph &, RewriteContext &context, PassProfile &profile) {
+void runStabilize(ir::Graph &, RewriteContext &context, PassProfile &profile, const OptimizerOptions &) {
   runRuleSet(context, stabilizeRules(), profile);
 }
-void runSpecialize(ir::Graph &, RewriteContext &context, PassProfile &profile) {
+void runSpecialize(ir::Graph &, RewriteContext &context, PassProfile &profile, const OptimizerOptions &) {
   runRuleSet(context, specializeRules(), profile);
 }
-void runLift(ir::Graph &graph, RewriteContext &context, PassProfile &profile) {
-  globalDeviceLift(graph, context, profile);
+void runLift(ir::Graph &graph, RewriteContext &context, PassProfile &profile,
+             const OptimizerOptions &options) {
+  TG_ASSERT(isLiftStrategy(options.lift)) << "unknown lift strategy '" << options.lift << "'";
+  if (options.lift == "local")
+    localDeviceLift(graph, context, profile);
+  else
+    globalDeviceLift(graph, context, profile);
 }
-void runCutTransfers(ir::Graph &graph, RewriteContext &context, PassProfile &profile) {
+void runCutTransfers(ir::Graph &graph, RewriteContext &context, PassProfile &profile,
+                     const OptimizerOptions &) {
   rewriteToFixedPoint(context, cutTransferRules(), profile);
   graph.removeDeadNodes();
   mergeEquivalent(graph, profile);
@@ -85,6 +93,10 @@ const std::vector<PassInfo> &passTable() {
       {"cut-transfers", 3.5, {"fast_run", "device"}, runCutTransfers},
   };
   return table;
+}
+
+bool isLiftStrategy(const std::string &name) {
+  return name == "global" || name == "local";
 }
 
 bool isPassOrTag(const std::string &name) {
@@ -122,7 +134,7 @@ OptimizerProfile optimize(ir::Program &program, const OptimizerOptions &options)
     passProfile.name = pass.name;
     auto start = std::chrono::steady_clock::now();
     passProfile.nodesBefore = liveNodes(graph);
-    pass.run(graph, context, passProfile);
+    pass.run(graph, context, passProfile, options);
     graph.removeDeadNodes();
     if (verify) {
       graph.verifyOrDie();

@@ -18,6 +18,7 @@ struct OptimizerOptions {
   std::string stopAfter;                 // run no pass after this one
   bool verifyEach = false;               // verify the graph after every pass (always done in debug builds)
   bool device = false;                   // a device is in use: run the placement passes (tag device)
+  std::string lift = "global";           // the lift pass's strategy: global, or local (the legacy baseline)
   PlacementReasons *placement = nullptr; // filled with why each node runs where it does, when set
   ConstantEvaluator evaluate;            // how constant folding computes; empty: no folding
   int64_t foldLimit = 1 << 16;           // the most elements a folded constant may have
@@ -33,13 +34,16 @@ struct PassInfo {
   const char *name;
   double position;
   std::vector<std::string> tags;
-  void (*run)(ir::Graph &graph, RewriteContext &context, PassProfile &profile);
+  void (*run)(ir::Graph &graph, RewriteContext &context, PassProfile &profile,
+              const OptimizerOptions &options);
 };
 
 /// Every pass, in position order.
 const std::vector<PassInfo> &passTable();
 /// Whether `name` names a pass or a tag of one (for checking --stop-after and friends).
 bool isPassOrTag(const std::string &name);
+/// Whether `name` is a strategy of the lift pass (OptimizerOptions::lift): global or local.
+bool isLiftStrategy(const std::string &name);
 
 /// Runs the selected passes over `program.graph` in order, removing dead nodes after each, and keeps the
 /// program's outputs and updates pointing at the rewritten values. Afterwards the graph verifies.

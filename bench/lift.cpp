@@ -4,10 +4,11 @@
 // cut-transfers); the table shows the lift pass's seconds (best of --repeat runs), nanoseconds per node, the
 // ratio local/global, and, as a check that both placed the graph alike, the transfers left after
 // cut-transfers and the validations each made. Flat ns/node means linear time; the local lift validates the
-// whole graph after every move, so it is quadratic and sizes above --local-max print "skipped".
+// whole graph after every move, so it is quadratic: sizes above --local-max print "skipped", and its runs,
+// long enough that noise matters little, may be repeated fewer times (--local-repeat, default --repeat).
 //
 //   build/bench/lift [--sizes 1000,10000,50000,1000000] [--repeat 3] [--graphs chain,wide-tree,mlp-grad]
-//                    [--local-max 50000] [--host-only-every 1000]
+//                    [--local-max 50000] [--local-repeat N] [--host-only-every 1000]
 #include "bench/GraphBuilders.h"
 #include "opt/Pipeline.h"
 
@@ -58,7 +59,7 @@ Measurement measure(const bench::GraphBuilder &build, size_t size, size_t hostOn
 
 int main(int argc, char **argv) {
   std::vector<size_t> sizes{1000, 10000, 50000, 1000000};
-  int repeat = 3;
+  int repeat = 3, localRepeat = 0;
   size_t localMax = 50000, hostOnlyEvery = 1000;
   std::vector<std::string> graphs{"chain", "wide-tree", "mlp-grad"};
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -71,6 +72,8 @@ int main(int argc, char **argv) {
       repeat = std::max(1, std::atoi(argv[i + 1]));
     } else if (flag == "--graphs") {
       graphs = bench::splitList(argv[i + 1]);
+    } else if (flag == "--local-repeat") {
+      localRepeat = std::max(1, std::atoi(argv[i + 1]));
     } else if (flag == "--local-max") {
       localMax = std::strtoul(argv[i + 1], nullptr, 10);
     } else if (flag == "--host-only-every") {
@@ -85,7 +88,8 @@ int main(int argc, char **argv) {
     for (size_t size : sizes) {
       Measurement global = measure(build, size, hostOnlyEvery, "global", repeat);
       std::optional<Measurement> local;
-      if (size <= localMax) local = measure(build, size, hostOnlyEvery, "local", repeat);
+      if (size <= localMax)
+        local = measure(build, size, hostOnlyEvery, "local", localRepeat ? localRepeat : repeat);
       std::printf("%-10s %8zu %12.6f %8.0f", name.c_str(), global.nodes, global.seconds,
                   1e9 * global.seconds / global.nodes);
       if (local) {

@@ -4,7 +4,6 @@
 #include "opt/CutTransfers.h"
 #include "opt/Lifters.h"
 
-#include <algorithm>
 #include <chrono>
 #include <deque>
 
@@ -18,8 +17,9 @@ using ir::Place;
 using ir::Value;
 using Clock = std::chrono::steady_clock;
 
-/// A node whose output nobody reads any more: replaced by a move, or a cut transfer. (The only nodes whose
-/// clients can all be dead are to_host nodes, and no host value is read by one, so this is the whole test.)
+/// A node whose output nobody reads any more: replaced by a move, or a cut transfer. (Only a to_host can be
+/// left with nothing but dead readers, and no host node's value is read by a to_host, so for the values this
+/// pass asks about, this is the whole test.)
 bool isDead(const Node *node) {
   return node->output()->clients().empty();
 }

@@ -4,34 +4,41 @@
 // Each graph is built from a fixed seed with the ir API: f32 inputs of several ranks (0-d among them, some of
 // them params kept in device memory), unary and binary elementwise ops with broadcasting, comparisons and
 // where, reductions (to 0-d too), matmul, reshape and transpose, creation ops whose only client is another
-// op, 0-d arithmetic on 0-d inputs and constants, occasional @host and @device pins, and several outputs, an
-// input among them. Built twice, once lifted each way, then cut-transfers; the properties:
-//   - without host-only ops, both give the same placement;
+// op, 0-d arithmetic on 0-d inputs and constants, occasional @host and @device pins, and several outputs (an
+// input and a param among them, and the params' updates). The same seed builds the same graph again, so each
+// graph is built three times: lifted globally, lifted locally (each followed by cut-transfers), and left as
+// it is. The properties, over 300 graphs each:
+//   - without host-only ops, both strategies give the same placement;
 //   - with sort, argsort and cumsum sprinkled in, the global lift never leaves more transfers than the local;
-//   - both graphs verify, and (on a subset, to keep the test fast) compute exactly the numbers the unlifted
-//     graph computes, transfers being copies.
+//   - both lifted graphs verify, and (on one graph in 6, to keep the test fast) compute exactly the numbers
+//     the unlifted graph computes on random inputs, transfers being copies;
+// and, through the optimizer as `tgc --lift=...` runs it, the lift pass runs the strategy asked for.
 //
 // "The same placement" is checked as strongly as it can be: the same graph after cut-transfers, up to node
 // ids. Both graphs are printed canonically (each node of the topological order, which is a depth-first walk
-// from the outputs along input order, so equal graphs list their nodes alike, as its op, place and inputs
-// by position) and the texts must be equal. That implies the same multiset of (op, place), and also that the
-// same values cross in the same direction, into the same readers: a multiset could not tell a transfer that
-// feeds the wrong node, nor two transfers of one value from one transfer read twice.
-#include "ir/Graph.h"
+// from the outputs along input order, so equal graphs list their nodes alike, as its op, place, pin and
+// inputs by position) and the texts must be equal. That implies the same multiset of (op, place), and also
+// that the same values cross in the same direction, into the same readers: a multiset could not tell a
+// transfer that feeds the wrong node, nor two transfers of one value from one transfer read twice.
+#include "ir/Program.h"
 #include "opt/CutTransfers.h"
 #include "opt/Equilibrium.h"
 #include "opt/GlobalDeviceLift.h"
 #include "opt/LocalDeviceLift.h"
 #include "opt/Merge.h"
+#include "opt/Pipeline.h"
 #include "runtime/Executor.h"
 
+#include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <functional>
+#include <cstdio>
 #include <gtest/gtest.h>
 #include <map>
+#include <memory>
 #include <random>
 #include <sstream>
+#include <string>
+#include <vector>
 
 namespace tg {
 namespace {
@@ -63,9 +70,10 @@ std::vector<int64_t> staticShape(const Value *value) {
 }
 
 /// A random graph, with what the lift passes need to know about it (which inputs and outputs are params and
-/// their updates, kept in device memory).
+/// their updates, kept in device memory). It lives in a program so that the optimizer can run over it too.
 struct RandomGraph {
-  ir::Graph graph;
+  ir::Program program;
+  ir::Graph &graph = program.graph;
   std::vector<size_t> residentInputs, residentOutputs;
 };
 
@@ -416,10 +424,29 @@ TEST(LiftPropertyTest, WithHostOnlyOpsTheGlobalLiftNeverTransfersMore) {
   std::printf("[          ] %zu of %d graphs with host-only ops placed alike by both lifts\n", same, kGraphs);
 }
 
-TEST(LiftPropertyTest, TheLocalLiftValidatesAfterEveryMoveTheGlobalOnce) {
-  Lifted lifted = liftBothWays(7, false);
-  EXPECT_EQ(lifted.globalProfile.validations, 1u);
-  EXPECT_GE(lifted.localProfile.validations, static_cast<size_t>(lifted.localProfile.details["moved"]));
+TEST(LiftPropertyTest, TheLiftPassRunsTheChosenStrategy) {
+  // Through the optimizer, as `tgc --lift=...` runs it: the global lift validates once, the local one after
+  // every move, and both place the graph alike.
+  std::map<std::string, std::string> placed;
+  for (const std::string strategy : {"global", "local"}) {
+    std::unique_ptr<RandomGraph> random = makeGraph(7, true);
+    opt::OptimizerOptions options;
+    options.device = true;
+    options.lift = strategy;
+    options.exclude = {"merge", "constant-fold", "canonicalize", "stabilize", "specialize"};
+    opt::OptimizerProfile profile = opt::optimize(random->program, options);
+    ASSERT_EQ(profile.passes.size(), 2u);
+    const opt::PassProfile &lift = profile.passes[0];
+    ASSERT_EQ(lift.name, "lift");
+    if (strategy == "global") {
+      EXPECT_EQ(lift.validations, 1u);
+    } else {
+      EXPECT_GT(lift.details.at("moved"), 5);
+      EXPECT_GE(static_cast<double>(lift.validations), lift.details.at("moved"));
+    }
+    placed[strategy] = canonical(random->graph);
+  }
+  EXPECT_EQ(placed["global"], placed["local"]);
 }
 
 } // namespace

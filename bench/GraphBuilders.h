@@ -8,6 +8,7 @@
 #include "ir/Program.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <sstream>
 #include <string>
@@ -152,6 +153,14 @@ inline std::vector<std::string> splitList(const char *text) {
   while (std::getline(list, item, ','))
     items.push_back(item);
   return items;
+}
+
+/// "1000,10000" -> {1000, 10000}: the --sizes of both benchmarks.
+inline std::vector<size_t> parseSizes(const char *text) {
+  std::vector<size_t> sizes;
+  for (const std::string &size : splitList(text))
+    sizes.push_back(std::strtoul(size.c_str(), nullptr, 10));
+  return sizes;
 }
 
 } // namespace tg::bench

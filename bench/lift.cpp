@@ -65,9 +65,7 @@ int main(int argc, char **argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     if (flag == "--sizes") {
-      sizes.clear();
-      for (const std::string &size : bench::splitList(argv[i + 1]))
-        sizes.push_back(std::strtoul(size.c_str(), nullptr, 10));
+      sizes = bench::parseSizes(argv[i + 1]);
     } else if (flag == "--repeat") {
       repeat = std::max(1, std::atoi(argv[i + 1]));
     } else if (flag == "--graphs") {

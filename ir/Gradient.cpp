@@ -371,7 +371,7 @@ std::vector<Value *> GradientBuilder::inputGradients(const Node &node, Value *g,
                                                      const std::vector<bool> &wanted) {
   loc_ = node.loc();
   dtype_ = g->type().dtype;
-  const std::vector<Value *> &in = node.inputs();
+  std::span<Value *const> in = node.inputs();
   Value *x = in[0], *y = node.output();
   Value *second = in.size() > 1 ? in[1] : nullptr;
   std::vector<Value *> grads(in.size(), nullptr);

@@ -3,24 +3,45 @@
 #include "ir/Assert.h"
 
 #include <algorithm>
-#include <unordered_map>
-#include <unordered_set>
 
 namespace tg::ir {
 
+void *Arena::allocate(size_t bytes, size_t alignment) {
+  auto aligned = [alignment](std::byte *at) {
+    auto address = reinterpret_cast<uintptr_t>(at);
+    return reinterpret_cast<std::byte *>((address + alignment - 1) & ~(uintptr_t(alignment) - 1));
+  };
+  std::byte *start = next_ ? aligned(next_) : nullptr;
+  if (!start || start + bytes > end_) {
+    size_t size = std::max(kChunkBytes, bytes + alignment);
+    chunks_.push_back(std::unique_ptr<std::byte[]>(new std::byte[size]));
+    start = aligned(chunks_.back().get());
+    end_ = chunks_.back().get() + size;
+  }
+  next_ = start + bytes;
+  return start;
+}
+
+Graph::~Graph() {
+  for (Node *node : nodes_)
+    node->~Node();
+  for (Value *value : values_)
+    value->~Value();
+}
+
 Value *Graph::newValue(TensorType type) {
-  auto value = std::make_unique<Value>();
+  auto *value = new (arena_.allocate(sizeof(Value), alignof(Value))) Value();
   value->id_ = static_cast<int>(values_.size());
   value->type_ = std::move(type);
-  values_.push_back(std::move(value));
-  return values_.back().get();
+  values_.push_back(value);
+  return value;
 }
 
 Value *Graph::addInput(TensorType type, std::string name) {
   Value *value = newValue(std::move(type));
   value->name_ = std::move(name);
   inputs_.push_back(value);
-  topoValid_ = false;
+  changed();
   return value;
 }
 
@@ -38,7 +59,7 @@ Value *Graph::replaceInput(Value *input, TensorType type) {
   Value *replacement = newValue(std::move(type));
   replacement->name_ = input->name_;
   *position = replacement;
-  topoValid_ = false;
+  changed();
   return replacement;
 }
 
@@ -63,20 +84,23 @@ Node *Graph::addNode(Op op, std::vector<Value *> inputs, SourceLoc loc, Pin pin)
     if (!error.loc.known()) error.loc = loc;
     throw;
   }
-  auto node = std::unique_ptr<Node>(new Node(std::move(op)));
+  auto *node = new (arena_.allocate(sizeof(Node), alignof(Node))) Node(std::move(op));
   node->id_ = static_cast<int>(nodes_.size());
-  node->inputs_ = std::move(inputs);
+  node->numInputs_ = static_cast<uint32_t>(inputs.size());
+  node->inputs_ = static_cast<Value **>(arena_.allocate(inputs.size() * sizeof(Value *), alignof(Value *)));
+  std::copy(inputs.begin(), inputs.end(), node->inputs_);
   node->pin_ = pin;
   node->loc_ = std::move(loc);
-  for (size_t i = 0; i < node->inputs_.size(); ++i)
-    node->inputs_[i]->clients_.push_back(Use{node.get(), i});
+  for (size_t i = 0; i < inputs.size(); ++i)
+    inputs[i]->clients_.push_back(Use{node, i});
   Value *output = newValue(std::move(type));
-  output->owner_ = node.get();
-  node->outputs_.push_back(output);
-  nodes_.push_back(std::move(node));
+  output->owner_ = node;
+  node->output_ = output;
+  nodes_.push_back(node);
   alive_.push_back(true);
-  Node *added = nodes_.back().get();
-  topoValid_ = false;
+  ++liveNodes_;
+  Node *added = node;
+  changed();
   for (GraphListener *listener : listeners_)
     listener->onNodeAdded(added);
   return added;
@@ -85,7 +109,7 @@ Node *Graph::addNode(Op op, std::vector<Value *> inputs, SourceLoc loc, Pin pin)
 void Graph::addOutput(Value *value) {
   value->clients_.push_back(Use{nullptr, outputs_.size()});
   outputs_.push_back(value);
-  topoValid_ = false;
+  changed();
 }
 
 void Graph::setOutput(size_t index, Value *value) {
@@ -94,13 +118,13 @@ void Graph::setOutput(size_t index, Value *value) {
   uses.erase(std::find(uses.begin(), uses.end(), Use{nullptr, index}));
   value->clients_.push_back(Use{nullptr, index});
   outputs_[index] = value;
-  topoValid_ = false;
+  changed();
 }
 
 std::vector<Node *> Graph::nodes() const {
   std::vector<Node *> live;
   for (size_t id = 0; id < nodes_.size(); ++id)
-    if (alive_[id]) live.push_back(nodes_[id].get());
+    if (alive_[id]) live.push_back(nodes_[id]);
   return live;
 }
 
@@ -118,7 +142,7 @@ const std::vector<Node *> &Graph::toposort() const {
     state[output->owner_->id_] = OnStack;
     while (!stack.empty()) {
       auto &[node, next] = stack.back();
-      if (next < node->inputs_.size()) {
+      if (next < node->numInputs_) {
         Node *producer = node->inputs_[next++]->owner_;
         if (!producer || state[producer->id_] == Done) continue;
         TG_ASSERT(state[producer->id_] != OnStack) << "the graph has a cycle through node " << producer->id_;
@@ -149,18 +173,19 @@ void Graph::replaceUses(Value *old, Value *replacement) {
     }
     replacement->clients_.push_back(use);
   }
-  topoValid_ = false;
+  changed();
 }
 
 void Graph::setInput(Node *node, size_t index, Value *value) {
-  Value *old = node->inputs_.at(index);
+  TG_ASSERT(index < node->numInputs_) << "node " << node->id_ << " has no input " << index;
+  Value *old = node->inputs_[index];
   auto &uses = old->clients_;
   uses.erase(std::find(uses.begin(), uses.end(), Use{node, index}));
   node->inputs_[index] = value;
   value->clients_.push_back(Use{node, index});
   for (GraphListener *listener : listeners_)
     listener->onInputChanged(node, index, old, value);
-  topoValid_ = false;
+  changed();
 }
 
 void Graph::replace(Value *old, Value *replacement) {
@@ -181,21 +206,47 @@ void Graph::replaceAll(const std::vector<std::pair<Value *, Value *>> &replaceme
 }
 
 void Graph::removeDeadNodes() {
-  std::vector<bool> reachable(nodes_.size(), false);
-  for (const Node *node : toposort())
-    reachable[node->id_] = true;
+  if (sweptVersion_ == version_) return; // nothing changed since the last sweep
+  // A node is dead when no live node and no graph output reads its value (the graph is acyclic, so this is
+  // "unreachable from the outputs"). Found from the nodes whose value has no live reader, then through their
+  // inputs, with a count of live readers per value taken once; no walk from the outputs (a chase from node to
+  // node), only a scan in creation order.
+  // Readers are counted as the graph was before this sweep (`wasAlive`), lazily, once per value; every death
+  // then takes its reads off the counts, so a count reaches zero exactly when the last reader dies.
+  constexpr uint32_t kUncounted = ~uint32_t(0);
+  const std::vector<uint8_t> wasAlive = alive_;
+  std::vector<uint32_t> liveReaders(values_.size(), kUncounted);
+  auto readers = [&](const Value *value) -> uint32_t & {
+    uint32_t &count = liveReaders[static_cast<size_t>(value->id_)];
+    if (count == kUncounted) {
+      count = 0;
+      for (const Use &use : value->clients_)
+        count += !use.node || wasAlive[static_cast<size_t>(use.node->id_)];
+    }
+    return count;
+  };
   std::vector<Node *> dead;
-  std::unordered_set<Value *> touched;
-  for (size_t id = 0; id < nodes_.size(); ++id) {
-    if (!alive_[id] || reachable[id]) continue;
-    alive_[id] = false;
-    Node *node = nodes_[id].get();
-    dead.push_back(node);
-    touched.insert(node->inputs_.begin(), node->inputs_.end());
+  for (size_t id = 0; id < nodes_.size(); ++id)
+    if (alive_[id] && readers(nodes_[id]->output_) == 0) dead.push_back(nodes_[id]);
+  for (Node *node : dead)
+    alive_[static_cast<size_t>(node->id_)] = false;
+  std::vector<Value *> inputsOfDead;
+  for (size_t next = 0; next < dead.size(); ++next) {
+    for (Value *input : dead[next]->inputs()) {
+      inputsOfDead.push_back(input);
+      Node *producer = input->owner_;
+      if (--readers(input) == 0 && producer && isAlive(producer)) {
+        alive_[static_cast<size_t>(producer->id_)] = false;
+        dead.push_back(producer);
+      }
+    }
   }
-  // One filtering pass per value: a value with many dead clients (a shared constant) costs its client count
-  // once, not once per dead client.
-  for (Value *value : touched) {
+  liveNodes_ -= dead.size();
+  // One filtering pass per value: a value with many dead readers (a shared constant) costs its client count
+  // once, not once per dead reader.
+  std::sort(inputsOfDead.begin(), inputsOfDead.end());
+  inputsOfDead.erase(std::unique(inputsOfDead.begin(), inputsOfDead.end()), inputsOfDead.end());
+  for (Value *value : inputsOfDead) {
     auto &uses = value->clients_;
     uses.erase(std::remove_if(uses.begin(), uses.end(),
                               [this](const Use &use) { return use.node && !isAlive(use.node); }),
@@ -204,6 +255,7 @@ void Graph::removeDeadNodes() {
   for (Node *node : dead)
     for (GraphListener *listener : listeners_)
       listener->onNodeRemoved(node);
+  sweptVersion_ = version_;
 }
 
 void Graph::removeListener(GraphListener *listener) {
@@ -212,46 +264,53 @@ void Graph::removeListener(GraphListener *listener) {
 
 std::vector<std::string> Graph::verify() const {
   std::vector<std::string> problems;
-  auto report = [&problems](const std::string &text) { problems.push_back(text); };
-  std::unordered_set<const Value *> graphInputs(inputs_.begin(), inputs_.end());
-  // Every (node, input index) the client lists record, with the value recording it: one pass over the lists,
-  // so a constant shared by many nodes costs its client count once.
-  std::unordered_map<uint64_t, const Value *> recorded;
-  auto useKey = [](const Node *node, size_t index) {
-    return (static_cast<uint64_t>(node->id_) << 24) | index;
+  auto report = [&problems](const Node *node, const std::string &text) {
+    problems.push_back("node " + std::to_string(node->id_) + " (" + node->op_.name() + "): " + text);
   };
-  for (const auto &value : values_)
-    for (const Use &use : value->clients_)
-      if (use.node) recorded.emplace(useKey(use.node, use.index), value.get());
-  topoValid_ = false; // recompute the order: toposort() asserts on a cycle
+  std::vector<uint8_t> isGraphInput(values_.size(), false);
+  for (const Value *input : inputs_)
+    isGraphInput[static_cast<size_t>(input->id_)] = true;
+  // Which value lists each (node, input index) as a client: one slot per input of every node, filled in one
+  // pass over the client lists, so a constant shared by many nodes costs its client count once.
+  std::vector<size_t> firstSlot(nodes_.size() + 1, 0);
+  for (size_t id = 0; id < nodes_.size(); ++id)
+    firstSlot[id + 1] = firstSlot[id] + nodes_[id]->numInputs_;
+  const Value *const conflict = reinterpret_cast<const Value *>(&problems); // listed by two values
+  std::vector<const Value *> recordedBy(firstSlot.back(), nullptr);
+  for (const Value *value : values_)
+    for (const Use &use : value->clients_) {
+      if (!use.node || !isAlive(use.node) || use.index >= use.node->numInputs_) continue;
+      const Value *&slot = recordedBy[firstSlot[static_cast<size_t>(use.node->id_)] + use.index];
+      slot = slot && slot != value ? conflict : value;
+    }
+  topoValid_ = false; // recompute the order: toposort() asserts on a cycle (the graph is unchanged)
+  std::vector<TensorType> inputTypes;
   for (const Node *node : toposort()) {
-    std::string where = "node " + std::to_string(node->id_) + " (" + node->op_.name() + ")";
-    std::vector<TensorType> inputTypes;
-    for (size_t i = 0; i < node->inputs_.size(); ++i) {
+    inputTypes.resize(node->numInputs_);
+    for (size_t i = 0; i < node->numInputs_; ++i) {
       const Value *input = node->inputs_[i];
-      inputTypes.push_back(input->type_);
-      if (!input->owner_ && !input->isConstant() && !graphInputs.count(input))
-        report(where + ": input " + std::to_string(i) + " is neither computed, constant nor a graph input");
+      inputTypes[i] = input->type_;
+      if (!input->owner_ && !input->isConstant() && !isGraphInput[static_cast<size_t>(input->id_)])
+        report(node, "input " + std::to_string(i) + " is neither computed, constant nor a graph input");
       if (input->owner_ && !isAlive(input->owner_))
-        report(where + ": input " + std::to_string(i) + " comes from a removed node");
-      auto use = recorded.find(useKey(node, i));
-      if (use == recorded.end() || use->second != input)
-        report(where + ": input " + std::to_string(i) + " does not list it as a client");
+        report(node, "input " + std::to_string(i) + " comes from a removed node");
+      if (recordedBy[firstSlot[static_cast<size_t>(node->id_)] + i] != input)
+        report(node, "input " + std::to_string(i) + " does not list it as a client");
     }
     try {
       TensorType expected = inferType(node->op_, inputTypes);
-      const TensorType &actual = node->outputs_[0]->type_;
+      const TensorType &actual = node->output_->type_;
       if (expected.dtype != actual.dtype || expected.rank() != actual.rank() ||
           expected.place != actual.place)
-        report(where + ": output type " + actual.str() + " does not match the inferred " + expected.str());
+        report(node, "output type " + actual.str() + " does not match the inferred " + expected.str());
     } catch (const UserError &error) {
-      report(where + ": " + error.message);
+      report(node, error.message);
     }
   }
   for (size_t i = 0; i < outputs_.size(); ++i) {
     const auto &uses = outputs_[i]->clients_;
     if (std::find(uses.begin(), uses.end(), Use{nullptr, i}) == uses.end())
-      report("output " + std::to_string(i) + " does not list the graph as a client");
+      problems.push_back("output " + std::to_string(i) + " does not list the graph as a client");
   }
   return problems;
 }

@@ -5,7 +5,8 @@
 //   const 1 ──┘
 //
 // Values and nodes are owned by their Graph and identified by small integer ids in creation order, so every
-// printer and pass that walks them is deterministic.
+// printer and pass that walks them is deterministic. They live in the graph's arena, each node followed by
+// its input list and its output value, so a walk over a graph built in order reads memory in order.
 #pragma once
 
 #include "ir/Op.h"
@@ -13,9 +14,11 @@
 #include "ir/TensorData.h"
 #include "ir/Type.h"
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,7 +43,6 @@ public:
   const TensorType &type() const { return type_; }
   /// The node computing this value, or nullptr for graph inputs and constants.
   Node *owner() const { return owner_; }
-  size_t outputIndex() const { return outputIndex_; }
   const std::string &name() const { return name_; }
   void setName(std::string name) { name_ = std::move(name); }
   bool isConstant() const { return constant_ != nullptr; }
@@ -52,7 +54,6 @@ private:
   int id_ = 0;
   TensorType type_;
   Node *owner_ = nullptr;
-  size_t outputIndex_ = 0;
   std::string name_;
   std::shared_ptr<const TensorData> constant_;
   std::vector<Use> clients_;
@@ -62,23 +63,38 @@ class Node {
 public:
   int id() const { return id_; }
   const Op &op() const { return op_; }
-  const std::vector<Value *> &inputs() const { return inputs_; }
+  std::span<Value *const> inputs() const { return {inputs_, numInputs_}; }
   Value *input(size_t i) const { return inputs_[i]; }
-  const std::vector<Value *> &outputs() const { return outputs_; }
-  Value *output(size_t i = 0) const { return outputs_[i]; }
+  /// The value this node computes (every op has one output).
+  Value *output() const { return output_; }
   Pin pin() const { return pin_; }
   const SourceLoc &loc() const { return loc_; }
 
 private:
   friend class Graph;
   int id_ = 0;
+  uint32_t numInputs_ = 0;
+  Value **inputs_ = nullptr; // numInputs_ entries, in the arena right after the node
+  Value *output_ = nullptr;
   Op op_;
-  std::vector<Value *> inputs_;
-  std::vector<Value *> outputs_;
   Pin pin_ = Pin::None;
   SourceLoc loc_;
 
   explicit Node(Op op) : op_(std::move(op)) {}
+};
+
+/// Bump allocation in large chunks for the objects of one graph; freed all at once with the graph.
+class Arena {
+public:
+  Arena() = default;
+  Arena(const Arena &) = delete;
+  Arena &operator=(const Arena &) = delete;
+  void *allocate(size_t bytes, size_t alignment);
+
+private:
+  static constexpr size_t kChunkBytes = 64 * 1024;
+  std::vector<std::unique_ptr<std::byte[]>> chunks_;
+  std::byte *next_ = nullptr, *end_ = nullptr;
 };
 
 /// Told about every change to a graph (Theano's features). Default implementations ignore the event.
@@ -93,6 +109,7 @@ public:
 class Graph {
 public:
   Graph() = default;
+  ~Graph();
   Graph(const Graph &) = delete;
   Graph &operator=(const Graph &) = delete;
 
@@ -121,6 +138,8 @@ public:
   const std::vector<Value *> &outputs() const { return outputs_; }
   /// Every live node, in creation order.
   std::vector<Node *> nodes() const;
+  /// How many nodes are live: after removeDeadNodes(), exactly those toposort() lists.
+  size_t liveNodeCount() const { return liveNodes_; }
   /// Nodes reachable from the outputs, inputs before users; cached until the graph changes.
   const std::vector<Node *> &toposort() const;
 
@@ -131,8 +150,11 @@ public:
   /// Makes every client of `old` use `replacement`, without verifying: for rewrite drivers that make many
   /// small changes and verify once at the end. The types must match (asserted).
   void substitute(Value *old, Value *replacement);
-  /// Drops nodes no output depends on.
+  /// Drops nodes no output depends on (nothing to do, and no walk, when the graph has not changed since).
   void removeDeadNodes();
+  /// Changes whenever a node, an input, an output or an edge changes: passes compare it to skip work on an
+  /// unchanged graph.
+  uint64_t version() const { return version_; }
 
   void addListener(GraphListener *listener) { listeners_.push_back(listener); }
   void removeListener(GraphListener *listener);
@@ -146,16 +168,24 @@ public:
 private:
   Value *newValue(TensorType type);
   bool isAlive(const Node *node) const { return alive_[static_cast<size_t>(node->id_)]; }
+  void changed() {
+    ++version_;
+    topoValid_ = false;
+  }
   void replaceUses(Value *old, Value *replacement);
 
-  std::vector<std::unique_ptr<Value>> values_;
-  std::vector<std::unique_ptr<Node>> nodes_;
-  std::vector<uint8_t> alive_; // by node id, apart from the nodes so that sweeping them touches no node
+  Arena arena_;
+  std::vector<Value *> values_; // by id
+  std::vector<Node *> nodes_;   // by id
+  std::vector<uint8_t> alive_;  // by node id, apart from the nodes so that sweeping them touches no node
   std::vector<Value *> inputs_;
   std::vector<Value *> outputs_;
   std::vector<GraphListener *> listeners_;
   mutable std::vector<Node *> topoCache_;
   mutable bool topoValid_ = false;
+  size_t liveNodes_ = 0;
+  uint64_t version_ = 0;
+  uint64_t sweptVersion_ = ~uint64_t(0);
 };
 
 } // namespace tg::ir

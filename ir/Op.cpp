@@ -306,25 +306,35 @@ bool OpAttrs::operator==(const OpAttrs &other) const {
          scalars == other.scalars && seed == other.seed && slices == other.slices;
 }
 
+Op::Op(OpKind kind, OpAttrs attrs, Place place) : kind_(kind), place_(place) {
+  if (!(attrs == noAttrs())) attrs_ = std::make_shared<const OpAttrs>(std::move(attrs));
+}
+
+const OpAttrs &Op::noAttrs() {
+  static const OpAttrs none;
+  return none;
+}
+
 size_t Op::hash() const {
   size_t h = std::hash<int>()(static_cast<int>(kind_) * 2 + static_cast<int>(place_));
   auto mix = [&h](size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
-  mix(static_cast<size_t>(attrs_.dtype));
-  mix(attrs_.keepdims);
-  mix(attrs_.seed);
-  for (int64_t a : attrs_.axes)
+  const OpAttrs &attrs = this->attrs();
+  mix(static_cast<size_t>(attrs.dtype));
+  mix(attrs.keepdims);
+  mix(attrs.seed);
+  for (int64_t a : attrs.axes)
     mix(std::hash<int64_t>()(a));
-  for (int64_t s : attrs_.shape)
+  for (int64_t s : attrs.shape)
     mix(std::hash<int64_t>()(s));
-  for (double v : attrs_.scalars)
+  for (double v : attrs.scalars)
     mix(std::hash<double>()(v));
-  for (const SliceSpec &s : attrs_.slices)
+  for (const SliceSpec &s : attrs.slices)
     mix(std::hash<std::string>()(s.str()));
   return h;
 }
 
 std::string Op::attrString() const {
-  const OpAttrs &a = attrs_;
+  const OpAttrs &a = attrs();
   std::vector<std::string> parts;
   switch (kind_) {
   case OpKind::Cast:

@@ -6,6 +6,7 @@
 #include "ir/Type.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -62,18 +63,22 @@ struct OpAttrs {
 /// and GpuElemwise), so merging never joins them. Transfers are host ops whatever their direction.
 class Op {
 public:
-  Op(OpKind kind, OpAttrs attrs = {}, Place place = Place::Host)
-      : kind_(kind), attrs_(std::move(attrs)), place_(place) {}
+  Op(OpKind kind, OpAttrs attrs = {}, Place place = Place::Host);
 
   OpKind kind() const { return kind_; }
   Place place() const { return place_; }
   /// The same op, running on `place`.
-  Op on(Place place) const { return Op(kind_, attrs_, place); }
-  const OpAttrs &attrs() const { return attrs_; }
+  Op on(Place place) const {
+    Op moved = *this;
+    moved.place_ = place;
+    return moved;
+  }
+  const OpAttrs &attrs() const { return attrs_ ? *attrs_ : noAttrs(); }
   const OpInfo &info() const { return opInfo(kind_); }
   const char *name() const { return info().name; }
   bool operator==(const Op &other) const {
-    return kind_ == other.kind_ && place_ == other.place_ && attrs_ == other.attrs_;
+    return kind_ == other.kind_ && place_ == other.place_ &&
+           (attrs_ == other.attrs_ || attrs() == other.attrs());
   }
   bool operator!=(const Op &other) const { return !(*this == other); }
   size_t hash() const;
@@ -83,9 +88,13 @@ public:
   std::string str() const;
 
 private:
+  static const OpAttrs &noAttrs();
+
   OpKind kind_;
-  OpAttrs attrs_;
   Place place_;
+  // Out of line and shared between copies, null when all defaults (most ops): keeps nodes small and copies
+  // cheap, since graphs hold one Op per node.
+  std::shared_ptr<const OpAttrs> attrs_;
 };
 
 /// The output type of `op` applied to inputs of these types, following NumPy's shape rules. Operands must

@@ -2,6 +2,7 @@
 
 #include "opt/Lifters.h"
 
+#include <algorithm>
 #include <chrono>
 #include <unordered_set>
 
@@ -106,7 +107,7 @@ private:
     if (context_.placement) (*context_.placement)[node] = reason();
   }
 
-  Value *moveToDevice(Node *node, const ir::Op &op, const std::vector<Value *> &inputs, size_t &moves) {
+  Value *moveToDevice(Node *node, const ir::Op &op, std::span<Value *const> inputs, size_t &moves) {
     Node *moved = graph_.addNode(op, deviceInputs(inputs, [this](Value *v) { return toDevice(v); }),
                                  node->loc(), node->pin());
     lifters_.created(node->op().kind());
@@ -138,7 +139,7 @@ private:
     for (Value *&input : inputs)
       if (onDevice(input)) input = toHost(input);
     Node *host = node;
-    if (inputs != node->inputs()) {
+    if (!std::ranges::equal(inputs, node->inputs())) {
       host = graph_.addNode(node->op(), inputs, node->loc(), node->pin());
       retire(node, host->output());
     }

@@ -19,7 +19,7 @@ Lifter lifterFor(ir::OpKind kind);
 /// The inputs a device node reads, given the values its host node read after mapping: device values as they
 /// are, 0-d host values as they are (passed to kernels by value), other host values through `toDevice`.
 template <typename ToDevice>
-std::vector<ir::Value *> deviceInputs(const std::vector<ir::Value *> &mapped, ToDevice toDevice) {
+std::vector<ir::Value *> deviceInputs(std::span<ir::Value *const> mapped, ToDevice toDevice) {
   std::vector<ir::Value *> inputs;
   for (ir::Value *value : mapped) {
     bool stays = value->type().place == ir::Place::Device || value->type().isScalar();

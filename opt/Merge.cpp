@@ -1,47 +1,112 @@
 #include "opt/Merge.h"
 
-#include <unordered_map>
+#include <algorithm>
+#include <bit>
+#include <cstdint>
 
 namespace tg::opt {
 
-void mergeEquivalent(ir::Graph &graph, PassProfile &profile) {
-  std::unordered_multimap<size_t, ir::Value *> constants;
-  std::unordered_multimap<size_t, ir::Node *> nodes;
-  auto canonicalConstant = [&](ir::Value *value) {
-    size_t hash = ir::hashTensorData(value->constant());
-    auto [begin, end] = constants.equal_range(hash);
-    for (auto it = begin; it != end; ++it)
-      if (it->second == value || it->second->constant() == value->constant()) return it->second;
-    constants.emplace(hash, value);
-    return value;
+namespace {
+
+/// An open-addressing table of entries by hash, for a pass that looks each node up once. A slot is 8 bytes
+/// (32 bits of the hash and the entry's index), so the table of a 100k-node graph stays in the L2 cache: a
+/// lookup is a random access, and out of cache each costs a memory round trip. Entries themselves are read
+/// only when the hash bits match.
+template <typename T>
+class HashedEntries {
+public:
+  explicit HashedEntries(size_t expected) : slots_(std::bit_ceil(expected + expected / 3 + 16)) {}
+
+  /// The first entry of this hash that `equal` accepts, or nullptr.
+  template <typename Equal>
+  T *find(size_t hash, Equal equal) const {
+    uint32_t tag = static_cast<uint32_t>(hash >> 32);
+    for (size_t i = hash & mask();; i = (i + 1) & mask()) {
+      const Slot &slot = slots_[i];
+      if (!slot.index) return nullptr;
+      if (slot.tag == tag && equal(entries_[slot.index - 1])) return entries_[slot.index - 1];
+    }
+  }
+  void insert(size_t hash, T *entry) {
+    if (4 * (entries_.size() + 1) > 3 * slots_.size()) grow();
+    entries_.push_back(entry);
+    place(hash, static_cast<uint32_t>(entries_.size()));
+  }
+
+private:
+  struct Slot {
+    uint32_t tag = 0;
+    uint32_t index = 0; // into entries_, plus one; 0 for an empty slot
   };
+  size_t mask() const { return slots_.size() - 1; }
+  void place(size_t hash, uint32_t index) {
+    size_t i = hash & mask();
+    while (slots_[i].index)
+      i = (i + 1) & mask();
+    slots_[i] = Slot{static_cast<uint32_t>(hash >> 32), index};
+    hashes_.push_back(hash);
+  }
+  void grow() {
+    slots_.assign(2 * slots_.size(), Slot{});
+    std::vector<size_t> hashes = std::move(hashes_);
+    hashes_.clear();
+    for (size_t i = 0; i < hashes.size(); ++i)
+      place(hashes[i], static_cast<uint32_t>(i + 1));
+  }
+
+  std::vector<Slot> slots_;
+  std::vector<T *> entries_;
+  std::vector<size_t> hashes_; // by entry, for growing
+};
+
+size_t mixHash(size_t hash) {
+  // A 64-bit finalizer (MurmurHash3's), so that ids and small hashes spread over the table's low bits.
+  hash ^= hash >> 33;
+  hash *= 0xff51afd7ed558ccdULL;
+  hash ^= hash >> 33;
+  return hash;
+}
+
+} // namespace
+
+void mergeEquivalent(ir::Graph &graph, PassProfile &profile) {
   // Producers come first in topological order, so a node's inputs are already canonical when it is looked at.
   std::vector<ir::Node *> order = graph.toposort();
+  HashedEntries<ir::Value> constants(order.size() / 4);
+  HashedEntries<ir::Node> nodes(order.size());
+  size_t mergedConstants = 0, mergedNodes = 0;
   for (ir::Node *node : order) {
-    for (ir::Value *input : std::vector<ir::Value *>(node->inputs())) {
+    for (size_t i = 0; i < node->inputs().size(); ++i) {
+      ir::Value *input = node->input(i);
       if (!input->isConstant()) continue;
-      ir::Value *canonical = canonicalConstant(input);
-      if (canonical != input) {
+      size_t hash = mixHash(ir::hashTensorData(input->constant()));
+      ir::Value *canonical = constants.find(hash, [input](const ir::Value *seen) {
+        return seen == input || seen->constant() == input->constant();
+      });
+      if (!canonical) {
+        constants.insert(hash, input);
+      } else if (canonical != input) {
         graph.substitute(input, canonical);
-        ++profile.rewrites["merge constants"];
+        ++mergedConstants;
       }
     }
     size_t hash = node->op().hash();
     for (ir::Value *input : node->inputs())
       hash = hash * 1000003u ^ static_cast<size_t>(input->id());
-    auto [begin, end] = nodes.equal_range(hash);
-    ir::Node *equal = nullptr;
-    for (auto it = begin; it != end && !equal; ++it)
-      if (it->second->op() == node->op() && it->second->inputs() == node->inputs() &&
-          it->second->pin() == node->pin())
-        equal = it->second;
+    hash = mixHash(hash);
+    ir::Node *equal = nodes.find(hash, [node](const ir::Node *seen) {
+      return seen->op() == node->op() && std::ranges::equal(seen->inputs(), node->inputs()) &&
+             seen->pin() == node->pin();
+    });
     if (!equal) {
-      nodes.emplace(hash, node);
+      nodes.insert(hash, node);
       continue;
     }
     graph.substitute(node->output(), equal->output());
-    ++profile.rewrites["merge nodes"];
+    ++mergedNodes;
   }
+  if (mergedConstants) profile.rewrites["merge constants"] += mergedConstants;
+  if (mergedNodes) profile.rewrites["merge nodes"] += mergedNodes;
 }
 
 } // namespace tg::opt

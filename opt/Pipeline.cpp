@@ -29,10 +29,13 @@ void runConstantFold(ir::Graph &, RewriteContext &context, PassProfile &profile,
   rewriteToFixedPoint(context, {constantFoldRule()}, profile);
 }
 
-/// A rewrite set to a fixed point, with constant folding, then merge (rewrites often make equal nodes).
+/// A rewrite set to a fixed point, with constant folding, then merge when anything changed (rewrites often
+/// make equal nodes; an unchanged graph has none, the previous merge saw to it).
 void runRuleSet(RewriteContext &context, std::vector<RewriteRule> rules, PassProfile &profile) {
   rules.push_back(constantFoldRule());
+  uint64_t before = context.graph.version();
   rewriteToFixedPoint(context, rules, profile);
+  if (context.graph.version() == before) return;
   context.graph.removeDeadNodes();
   mergeEquivalent(context.graph, profile);
 }
@@ -59,7 +62,9 @@ void runLift(ir::Graph &graph, RewriteContext &context, PassProfile &profile,
 }
 void runCutTransfers(ir::Graph &graph, RewriteContext &context, PassProfile &profile,
                      const OptimizerOptions &) {
+  uint64_t before = graph.version();
   rewriteToFixedPoint(context, cutTransferRules(), profile);
+  if (graph.version() == before) return;
   graph.removeDeadNodes();
   mergeEquivalent(graph, profile);
 }
@@ -74,10 +79,6 @@ bool selected(const PassInfo &pass, const OptimizerOptions &options) {
   bool needsDevice = std::count(pass.tags.begin(), pass.tags.end(), "device") > 0;
   return (byDefault || matches(options.include)) && !matches(options.exclude) &&
          (options.device || !needsDevice);
-}
-
-size_t liveNodes(const ir::Graph &graph) {
-  return graph.toposort().size();
 }
 
 } // namespace
@@ -123,6 +124,7 @@ OptimizerProfile optimize(ir::Program &program, const OptimizerOptions &options)
   for (size_t i = 0; i < program.updates.size(); ++i)
     if (!program.updates[i].value->type().isScalar())
       context.residentOutputs.push_back(program.outputs.size() + i);
+  graph.removeDeadNodes(); // so that the live count is the reachable count from the first pass on
 #ifndef NDEBUG
   bool verify = true;
 #else
@@ -133,14 +135,14 @@ OptimizerProfile optimize(ir::Program &program, const OptimizerOptions &options)
     PassProfile passProfile;
     passProfile.name = pass.name;
     auto start = std::chrono::steady_clock::now();
-    passProfile.nodesBefore = liveNodes(graph);
+    passProfile.nodesBefore = graph.liveNodeCount();
     pass.run(graph, context, passProfile, options);
     graph.removeDeadNodes();
     if (verify) {
       graph.verifyOrDie();
       ++passProfile.validations;
     }
-    passProfile.nodesAfter = liveNodes(graph);
+    passProfile.nodesAfter = graph.liveNodeCount();
     passProfile.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     program.syncWithGraph();
     if (options.log) {

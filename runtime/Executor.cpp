@@ -93,9 +93,8 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor> &inputs) {
     std::vector<Tensor> arguments;
     for (const ir::Value *input : node->inputs())
       arguments.push_back(valueOf(input));
-    std::vector<ir::TensorType> types;
-    for (const ir::Value *output : node->outputs())
-      types.push_back(output->type());
+    const ir::Value *output = node->output();
+    std::vector<ir::TensorType> types{output->type()};
     std::vector<Tensor> results;
     try {
       ir::OpKind kind = node->op().kind();
@@ -112,13 +111,11 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor> &inputs) {
     // Drop each input after its last use; the buffer goes when no view of it is left.
     for (const ir::Value *input : node->inputs())
       if (--remaining[input] == 0) live.erase(input);
-    for (size_t i = 0; i < results.size(); ++i) {
-      const ir::Value *output = node->output(i);
-      TG_ASSERT(results[i].rank() == output->type().rank())
-          << node->op().str() << " computed shape " << shapeTuple(results[i].shape()) << ", but its type is "
-          << output->type().str();
-      if (remaining[output] > 0) live[output] = std::move(results[i]);
-    }
+    TG_ASSERT(results.size() == 1 && results[0].rank() == output->type().rank())
+        << node->op().str() << " computed " << results.size() << " results, the first of shape "
+        << (results.empty() ? "()" : shapeTuple(results[0].shape())) << ", but its type is "
+        << output->type().str();
+    if (remaining[output] > 0) live[output] = std::move(results[0]);
   }
 
   std::vector<Tensor> outputs;

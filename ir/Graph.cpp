@@ -100,6 +100,7 @@ Node *Graph::addNode(Op op, std::vector<Value *> inputs, SourceLoc loc, Pin pin)
   alive_.push_back(true);
   ++liveNodes_;
   Node *added = node;
+  maybeDead_.push_back(node); // until something reads it
   changed();
   for (GraphListener *listener : listeners_)
     listener->onNodeAdded(added);
@@ -118,6 +119,7 @@ void Graph::setOutput(size_t index, Value *value) {
   uses.erase(std::find(uses.begin(), uses.end(), Use{nullptr, index}));
   value->clients_.push_back(Use{nullptr, index});
   outputs_[index] = value;
+  if (old->owner_) maybeDead_.push_back(old->owner_);
   changed();
 }
 
@@ -131,32 +133,56 @@ std::vector<Node *> Graph::nodes() const {
 const std::vector<Node *> &Graph::toposort() const {
   if (topoValid_) return topoCache_;
   // Iterative depth-first post-order from the outputs: inputs before users, deterministic. Visit states are
-  // kept by node id (dense), not in a hash set: this runs after every change, on graphs of 100k nodes.
+  // kept by node id (dense), not in a hash set: this runs after every change, on graphs of 100k nodes. A node
+  // is read once, when first reached: its producers go on `pending`, so finishing it later reads only the
+  // stacks (on a large graph the node has long left the cache by then).
   enum : uint8_t { Unvisited, OnStack, Done };
   std::vector<uint8_t> state(nodes_.size(), Unvisited);
   topoCache_.clear();
-  std::vector<std::pair<Node *, size_t>> stack;
+  struct Frame {
+    Node *node;
+    size_t id;
+    size_t begin, next, end; // its producers are pending[begin, end); those from `next` not yet visited
+  };
+  std::vector<Frame> stack;
+  std::vector<Node *> pending;
+  auto enter = [&](Node *node) {
+    state[static_cast<size_t>(node->id_)] = OnStack;
+    size_t begin = pending.size();
+    for (uint32_t i = 0; i < node->numInputs_; ++i)
+      if (Node *producer = node->inputs_[i]->owner_) pending.push_back(producer);
+    stack.push_back({node, static_cast<size_t>(node->id_), begin, begin, pending.size()});
+  };
   for (Value *output : outputs_) {
-    if (!output->owner_ || state[output->owner_->id_] == Done) continue;
-    stack.push_back({output->owner_, 0});
-    state[output->owner_->id_] = OnStack;
+    if (!output->owner_ || state[static_cast<size_t>(output->owner_->id_)] == Done) continue;
+    enter(output->owner_);
     while (!stack.empty()) {
-      auto &[node, next] = stack.back();
-      if (next < node->numInputs_) {
-        Node *producer = node->inputs_[next++]->owner_;
-        if (!producer || state[producer->id_] == Done) continue;
-        TG_ASSERT(state[producer->id_] != OnStack) << "the graph has a cycle through node " << producer->id_;
-        stack.push_back({producer, 0});
-        state[producer->id_] = OnStack;
+      Frame &frame = stack.back();
+      if (frame.next < frame.end) {
+        Node *producer = pending[frame.next++];
+        uint8_t producerState = state[static_cast<size_t>(producer->id_)];
+        if (producerState == Done) continue;
+        TG_ASSERT(producerState != OnStack) << "the graph has a cycle through node " << producer->id_;
+        enter(producer);
         continue;
       }
-      state[node->id_] = Done;
-      topoCache_.push_back(node);
+      state[frame.id] = Done;
+      topoCache_.push_back(frame.node);
+      pending.resize(frame.begin);
       stack.pop_back();
     }
   }
   topoValid_ = true;
   return topoCache_;
+}
+
+void Graph::assumeToposort(std::vector<Node *> order) {
+#ifndef NDEBUG
+  topoValid_ = false;
+  TG_ASSERT(toposort() == order) << "assumeToposort was given an order that is not the graph's";
+#endif
+  topoCache_ = std::move(order);
+  topoValid_ = true;
 }
 
 void Graph::replaceUses(Value *old, Value *replacement) {
@@ -173,7 +199,12 @@ void Graph::replaceUses(Value *old, Value *replacement) {
     }
     replacement->clients_.push_back(use);
   }
-  changed();
+  if (old->owner_) maybeDead_.push_back(old->owner_);
+  if (old->owner_ || replacement->owner_) {
+    changed();
+  } else {
+    ++version_; // one constant or input for another: the order of the nodes stays as it was
+  }
 }
 
 void Graph::setInput(Node *node, size_t index, Value *value) {
@@ -185,6 +216,7 @@ void Graph::setInput(Node *node, size_t index, Value *value) {
   value->clients_.push_back(Use{node, index});
   for (GraphListener *listener : listeners_)
     listener->onInputChanged(node, index, old, value);
+  if (old->owner_) maybeDead_.push_back(old->owner_);
   changed();
 }
 
@@ -208,9 +240,8 @@ void Graph::replaceAll(const std::vector<std::pair<Value *, Value *>> &replaceme
 void Graph::removeDeadNodes() {
   if (sweptVersion_ == version_) return; // nothing changed since the last sweep
   // A node is dead when no live node and no graph output reads its value (the graph is acyclic, so this is
-  // "unreachable from the outputs"). Found from the nodes whose value has no live reader, then through their
-  // inputs, with a count of live readers per value taken once; no walk from the outputs (a chase from node to
-  // node), only a scan in creation order.
+  // "unreachable from the outputs"). Only a node that was added or lost a reader since the last sweep can
+  // have died first; the others die through their readers. So the cost follows the changes, not the graph.
   // Readers are counted as the graph was before this sweep (`wasAlive`), lazily, once per value; every death
   // then takes its reads off the counts, so a count reaches zero exactly when the last reader dies.
   constexpr uint32_t kUncounted = ~uint32_t(0);
@@ -226,10 +257,12 @@ void Graph::removeDeadNodes() {
     return count;
   };
   std::vector<Node *> dead;
-  for (size_t id = 0; id < nodes_.size(); ++id)
-    if (alive_[id] && readers(nodes_[id]->output_) == 0) dead.push_back(nodes_[id]);
-  for (Node *node : dead)
-    alive_[static_cast<size_t>(node->id_)] = false;
+  for (Node *node : maybeDead_)
+    if (isAlive(node) && readers(node->output_) == 0) {
+      alive_[static_cast<size_t>(node->id_)] = false;
+      dead.push_back(node);
+    }
+  maybeDead_.clear();
   std::vector<Value *> inputsOfDead;
   for (size_t next = 0; next < dead.size(); ++next) {
     for (Value *input : dead[next]->inputs()) {

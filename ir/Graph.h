@@ -142,6 +142,10 @@ public:
   size_t liveNodeCount() const { return liveNodes_; }
   /// Nodes reachable from the outputs, inputs before users; cached until the graph changes.
   const std::vector<Node *> &toposort() const;
+  /// Sets the cached order to `order`, which the caller knows toposort() would compute now: a pass that knows
+  /// how its changes moved the order (merge only drops nodes from it) saves the next walk. Checked against a
+  /// fresh walk in debug builds.
+  void assumeToposort(std::vector<Node *> order);
 
   /// Makes every client of `old` use `replacement` instead, then verifies the graph.
   void replace(Value *old, Value *replacement);
@@ -184,6 +188,7 @@ private:
   mutable std::vector<Node *> topoCache_;
   mutable bool topoValid_ = false;
   size_t liveNodes_ = 0;
+  std::vector<Node *> maybeDead_; // added or lost a reader since the last sweep
   uint64_t version_ = 0;
   uint64_t sweptVersion_ = ~uint64_t(0);
 };

@@ -43,17 +43,17 @@ void rewriteToFixedPoint(RewriteContext &context, const std::vector<RewriteRule>
       byKind[index].push_back(&rule);
     }
   }
+  // Every node once in topological order (producers first), then, to a fixed point, the readers of each
+  // replaced value and the nodes rules create. The first sweep reads the order as it is, queueing nothing.
   Worklist worklist;
-  for (ir::Node *node : graph.toposort())
-    worklist.push(node);
   graph.addListener(&worklist);
+  const std::vector<ir::Node *> order = graph.toposort();
   // A rule set that keeps rewriting its own output would loop; stop it and say so.
-  size_t limit = 16 * (graph.toposort().size() + 64), applied = 0;
-  while (!worklist.empty()) {
-    ir::Node *node = worklist.pop();
+  size_t limit = 16 * (order.size() + 64), applied = 0;
+  auto visit = [&](ir::Node *node) {
     ir::Value *output = node->output();
     size_t kind = static_cast<size_t>(node->op().kind());
-    if (output->clients().empty() || kind >= byKind.size()) continue;
+    if (output->clients().empty() || kind >= byKind.size()) return;
     for (const RewriteRule *rule : byKind[kind]) {
       context.current = node;
       ir::Value *replacement = rule->apply(context, node);
@@ -65,14 +65,16 @@ void rewriteToFixedPoint(RewriteContext &context, const std::vector<RewriteRule>
       for (const ir::Use &use : clients)
         if (use.node) worklist.push(use.node);
       ++applied;
-      break;
+      return;
     }
-    if (applied > limit) {
-      profile.warnings.push_back("rewrites did not reach a fixed point after " + std::to_string(applied) +
-                                 " applications; stopping");
-      break;
-    }
-  }
+  };
+  for (size_t i = 0; i < order.size() && applied <= limit; ++i)
+    visit(order[i]);
+  while (!worklist.empty() && applied <= limit)
+    visit(worklist.pop());
+  if (applied > limit)
+    profile.warnings.push_back("rewrites did not reach a fixed point after " + std::to_string(applied) +
+                               " applications; stopping");
   graph.removeListener(&worklist);
 }
 

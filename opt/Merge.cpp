@@ -75,6 +75,8 @@ void mergeEquivalent(ir::Graph &graph, PassProfile &profile) {
   HashedEntries<ir::Value> constants(order.size() / 4);
   HashedEntries<ir::Node> nodes(order.size());
   size_t mergedConstants = 0, mergedNodes = 0;
+  std::vector<ir::Node *> kept;
+  kept.reserve(order.size());
   for (ir::Node *node : order) {
     for (size_t i = 0; i < node->inputs().size(); ++i) {
       ir::Value *input = node->input(i);
@@ -100,11 +102,15 @@ void mergeEquivalent(ir::Graph &graph, PassProfile &profile) {
     });
     if (!equal) {
       nodes.insert(hash, node);
+      kept.push_back(node);
       continue;
     }
     graph.substitute(node->output(), equal->output());
     ++mergedNodes;
   }
+  // Each merged node gave its readers to an equal node earlier in the order, which a walk from the outputs
+  // has already finished when it reaches them: the order is the old one without the merged nodes.
+  graph.assumeToposort(std::move(kept));
   if (mergedConstants) profile.rewrites["merge constants"] += mergedConstants;
   if (mergedNodes) profile.rewrites["merge nodes"] += mergedNodes;
 }

@@ -1,0 +1,90 @@
+// Merge and the dead-node sweep on random graphs full of duplicates, against walks computed from scratch:
+// merge keeps the graph's order without a new walk (Graph::assumeToposort), and removeDeadNodes finds dead
+// nodes from reader counts instead of a walk, so both are checked against the walk they stand in for.
+#include "opt/Merge.h"
+
+#include "ir/Graph.h"
+
+#include <algorithm>
+#include <gtest/gtest.h>
+#include <random>
+#include <set>
+
+namespace tg::opt {
+namespace {
+
+using ir::Node;
+using ir::OpKind;
+using ir::Value;
+
+/// A random DAG over two inputs and a few repeated constants, drawn from few op kinds so that many nodes
+/// compute the same thing; some nodes are never read (dead from the start).
+void buildRandomGraph(ir::Graph &graph, uint32_t seed) {
+  std::mt19937 random(seed);
+  auto pick = [&random](size_t count) { return std::uniform_int_distribution<size_t>(0, count - 1)(random); };
+  ir::TensorType type{ir::DType::F32, {ir::Dim::of(3)}, ir::Place::Host};
+  std::vector<Value *> values{graph.addInput(type, "x"), graph.addInput(type, "y")};
+  for (int i = 0; i < 40; ++i) {
+    if (pick(6) == 0) {
+      values.push_back(graph.addConstant(ir::TensorData::scalar(ir::DType::F32, double(pick(2)))));
+      continue;
+    }
+    // Reads mostly recent values, so that chains of duplicates form (merging one makes its readers equal).
+    auto operand = [&] { return values[values.size() - 1 - pick(std::min<size_t>(values.size(), 6))]; };
+    static const OpKind unary[] = {OpKind::Exp, OpKind::Neg}, binary[] = {OpKind::Add, OpKind::Mul};
+    Node *node = pick(2) ? graph.addNode(ir::Op(unary[pick(2)]), {operand()})
+                         : graph.addNode(ir::Op(binary[pick(2)]), {operand(), operand()});
+    values.push_back(node->output());
+  }
+  for (int i = 0; i < 3; ++i)
+    graph.addOutput(values[values.size() - 1 - pick(10)]);
+}
+
+/// The order a fresh walk gives (verify() recomputes it).
+std::vector<Node *> freshOrder(const ir::Graph &graph) {
+  EXPECT_TRUE(graph.verify().empty());
+  return graph.toposort();
+}
+
+TEST(MergeTest, KeepsTheOrderAFreshWalkWouldGiveAndLeavesNoDuplicates) {
+  size_t merged = 0;
+  for (uint32_t seed = 1; seed <= 300; ++seed) {
+    ir::Graph graph;
+    buildRandomGraph(graph, seed);
+    PassProfile profile;
+    mergeEquivalent(graph, profile);
+    merged += profile.rewrites["merge nodes"];
+    std::vector<Node *> assumed = graph.toposort();
+    ASSERT_EQ(assumed, freshOrder(graph)) << "seed " << seed;
+    std::set<std::pair<std::string, std::vector<Value *>>> seen;
+    for (Node *node : assumed) {
+      std::vector<Value *> inputs(node->inputs().begin(), node->inputs().end());
+      EXPECT_TRUE(seen.insert({node->op().str(), inputs}).second)
+          << "seed " << seed << ": node " << node->id() << " still has a duplicate";
+    }
+  }
+  EXPECT_GT(merged, 100u) << "the graphs should hold many duplicates";
+}
+
+TEST(MergeTest, TheSweepRemovesExactlyTheUnreachableNodes) {
+  for (uint32_t seed = 1; seed <= 300; ++seed) {
+    ir::Graph graph;
+    buildRandomGraph(graph, seed);
+    PassProfile profile;
+    mergeEquivalent(graph, profile);
+    graph.removeDeadNodes();
+    std::vector<Node *> reachable = freshOrder(graph);
+    std::sort(reachable.begin(), reachable.end(), [](Node *a, Node *b) { return a->id() < b->id(); });
+    ASSERT_EQ(graph.nodes(), reachable) << "seed " << seed;
+    EXPECT_EQ(graph.liveNodeCount(), reachable.size()) << "seed " << seed;
+    for (Node *node : reachable)
+      for (Value *input : node->inputs())
+        for (const ir::Use &use : input->clients())
+          EXPECT_TRUE(!use.node || std::binary_search(reachable.begin(), reachable.end(), use.node,
+                                                      [](Node *a, Node *b) { return a->id() < b->id(); }))
+              << "seed " << seed << ": a dead reader is still listed";
+  }
+}
+
+} // namespace
+} // namespace tg::opt

@@ -1,5 +1,4 @@
 #include "frontend/GraphBuilderInternal.h"
-
 #include "ir/Assert.h"
 #include "ir/Gradient.h"
 
@@ -92,7 +91,7 @@ ir::Value *GraphBuilder::fitToType(TypedValue value, const ir::TensorType &type,
     fail(loc, what + " has type " + actual.str() + ", which does not fit the declared " + type.str());
   std::vector<int64_t> sizes;
   for (const ir::Dim &dim : type.shape)
-    sizes.push_back(dim.size);
+    sizes.push_back(dim.size());
   OpAttrs attrs;
   attrs.shape = sizes;
   return apply(Op(OpKind::BroadcastTo, attrs), {converted}, loc).value;

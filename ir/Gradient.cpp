@@ -57,7 +57,7 @@ std::optional<std::vector<int64_t>> staticSizes(const Shape &shape, bool allowOn
   std::vector<int64_t> sizes;
   int symbolic = 0;
   for (const Dim &dim : shape) {
-    sizes.push_back(dim.isStatic() ? dim.size : -1);
+    sizes.push_back(dim.isStatic() ? dim.size() : -1);
     symbolic += dim.isStatic() ? 0 : 1;
   }
   if (symbolic > (allowOneSymbolic ? 1 : 0)) return std::nullopt;
@@ -280,7 +280,7 @@ std::vector<SliceSpec> GradientBuilder::joinedPieces(const Node &node) {
           loc_);
     symbolic = i;
   }
-  auto sizeOf = [&](size_t i) { return inputs[i]->type().shape[axis].size; };
+  auto sizeOf = [&](size_t i) { return inputs[i]->type().shape[axis].size(); };
   int64_t front = 0, back = 0;
   for (size_t i = symbolic + 1; i < inputs.size(); ++i)
     back += sizeOf(i);
@@ -337,7 +337,7 @@ Value *GradientBuilder::reductionGradient(const Node &node, Value *g) {
     std::optional<int64_t> count = 1;
     for (int64_t axis : attrs.axes) {
       const Dim &dim = x->type().shape[axis];
-      count = dim.isStatic() && count ? std::optional<int64_t>(*count * dim.size) : std::nullopt;
+      count = dim.isStatic() && count ? std::optional<int64_t>(*count * dim.size()) : std::nullopt;
     }
     Value *counts = count ? scalar(static_cast<double>(*count))
                           : apply(OpKind::Sum, {apply(OpKind::OnesLike, {x})}, axesAttrs(attrs.axes, true));

@@ -192,19 +192,19 @@ TensorType sliceType(const Op &op, const TensorType &input) {
     }
     const SliceSpec &s = slices[axis];
     if (s.isIndex) {
-      if (dim.isStatic() && (s.start >= dim.size || s.start < -dim.size))
+      if (dim.isStatic() && (s.start >= dim.size() || s.start < -dim.size()))
         fail("index " + std::to_string(s.start) + " is out of bounds for axis " + std::to_string(axis) +
-             " with size " + std::to_string(dim.size));
+             " with size " + std::to_string(dim.size()));
       continue;
     }
     if (s.step == 0) fail("slice step cannot be zero");
     if (!dim.isStatic()) {
       bool whole = !s.hasStart && !s.hasStop && s.step == 1;
-      shape.push_back(whole ? dim : derived(dim.symbol + "[" + s.str() + "]"));
+      shape.push_back(whole ? dim : derived(dim.symbol() + "[" + s.str() + "]"));
       continue;
     }
     // Python's slice.indices, then the element count.
-    int64_t n = dim.size, step = s.step;
+    int64_t n = dim.size(), step = s.step;
     auto clamp = [&](bool has, int64_t value, int64_t fallback) {
       if (!has) return fallback;
       if (value < 0) value += n;
@@ -249,7 +249,7 @@ TensorType joinType(const Op &op, const std::vector<TensorType> &inputs) {
   for (const TensorType &input : inputs) {
     const Dim &d = input.shape[axis];
     if (total.isStatic() && d.isStatic())
-      total.size += d.size;
+      total = Dim::of(total.size() + d.size());
     else
       total = derived(total.str() + "+" + d.str());
   }

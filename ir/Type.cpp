@@ -1,8 +1,22 @@
 #include "ir/Type.h"
 
 #include <algorithm>
+#include <mutex>
+#include <unordered_set>
 
 namespace tg::ir {
+
+Dim Dim::named(const std::string &symbol) {
+  static std::mutex mutex;
+  static std::unordered_set<std::string> symbols; // node-based: an element's address never changes
+  std::lock_guard<std::mutex> lock(mutex);
+  return Dim(0, &*symbols.insert(symbol).first);
+}
+
+const std::string &Dim::symbol() const {
+  static const std::string none;
+  return symbol_ ? *symbol_ : none;
+}
 
 std::vector<bool> TensorType::broadcastable() const {
   std::vector<bool> flags;
@@ -15,7 +29,7 @@ std::optional<int64_t> TensorType::staticNumElements() const {
   int64_t count = 1;
   for (const Dim &d : shape) {
     if (!d.isStatic()) return std::nullopt;
-    count *= d.size;
+    count *= d.size();
   }
   return count;
 }

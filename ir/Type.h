@@ -12,17 +12,26 @@ namespace tg::ir {
 
 /// One dimension: a static size, or a symbol (`n` in `f32[n, 4]`) whose size is known only at run time.
 /// Symbolic dimensions are never broadcastable (Theano's rule): only a static 1 broadcasts at compile time.
-struct Dim {
-  int64_t size = 0;   // meaningful when symbol is empty
-  std::string symbol; // non-empty: symbolic
-
-  static Dim of(int64_t size) { return Dim{size, {}}; }
-  static Dim named(std::string symbol) { return Dim{0, std::move(symbol)}; }
-  bool isStatic() const { return symbol.empty(); }
-  bool isOne() const { return isStatic() && size == 1; }
-  bool operator==(const Dim &other) const { return size == other.size && symbol == other.symbol; }
+/// Symbols are interned, so a Dim is two words: types are copied on every node a pass creates or checks.
+class Dim {
+public:
+  Dim() = default;
+  static Dim of(int64_t size) { return Dim(size, nullptr); }
+  static Dim named(const std::string &symbol);
+  bool isStatic() const { return symbol_ == nullptr; }
+  bool isOne() const { return isStatic() && size_ == 1; }
+  /// The static size (0 for a symbol).
+  int64_t size() const { return size_; }
+  /// The symbol ("" for a static size).
+  const std::string &symbol() const;
+  bool operator==(const Dim &other) const { return size_ == other.size_ && symbol_ == other.symbol_; }
   bool operator!=(const Dim &other) const { return !(*this == other); }
-  std::string str() const { return isStatic() ? std::to_string(size) : symbol; }
+  std::string str() const { return isStatic() ? std::to_string(size_) : *symbol_; }
+
+private:
+  Dim(int64_t size, const std::string *symbol) : size_(size), symbol_(symbol) {}
+  int64_t size_ = 0;
+  const std::string *symbol_ = nullptr; // interned; null when static
 };
 
 using Shape = std::vector<Dim>;

@@ -358,7 +358,7 @@ std::vector<RewriteRule> canonicalizeRules() {
            return nullptr;
          ir::OpAttrs attrs;
          for (const ir::Dim &dim : type.shape)
-           attrs.shape.push_back(dim.size);
+           attrs.shape.push_back(dim.size());
          return c.makeSameType(n, OpKind::Reshape, {n->input(0)}, std::move(attrs));
        }},
 

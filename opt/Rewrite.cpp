@@ -52,7 +52,7 @@ ir::Value *RewriteContext::broadcastLike(const ir::Node *node, ir::Value *value)
   if (!want.staticNumElements()) return nullptr;
   ir::OpAttrs attrs;
   for (const ir::Dim &dim : want.shape)
-    attrs.shape.push_back(dim.size);
+    attrs.shape.push_back(dim.size());
   return makeSameType(node, ir::OpKind::BroadcastTo, {value}, std::move(attrs));
 }
 
@@ -62,7 +62,7 @@ ir::Value *RewriteContext::fill(const ir::Node *node, double value, ir::Value *l
     ir::OpAttrs attrs;
     attrs.dtype = want.dtype;
     for (const ir::Dim &dim : want.shape)
-      attrs.shape.push_back(dim.size);
+      attrs.shape.push_back(dim.size());
     ir::OpKind kind = ir::OpKind::Full;
     if (value == 0 || value == 1)
       kind = value == 0 ? ir::OpKind::Zeros : ir::OpKind::Ones;

@@ -53,7 +53,7 @@ std::optional<int64_t> reducedCount(const Node *node) {
   for (int64_t axis : node->op().attrs().axes) {
     const ir::Dim &dim = shape[static_cast<size_t>(axis < 0 ? axis + rank : axis)];
     if (!dim.isStatic()) return std::nullopt;
-    count *= dim.size;
+    count *= dim.size();
   }
   return count;
 }

@@ -33,14 +33,14 @@ void checkInputs(const std::vector<ir::Value *> &inputs, const std::vector<Tenso
       int64_t size = tensor.shape()[d];
       std::string prefix = name + ": dimension " + std::to_string(d) + " is ";
       if (dim.isStatic()) {
-        if (size != dim.size)
+        if (size != dim.size())
           throw ir::UserError(prefix + std::to_string(size) + ", but the script declares " + type.str(), loc);
         continue;
       }
-      auto [bound, inserted] = symbols.try_emplace(dim.symbol, Binding{size, inputs[i]});
+      auto [bound, inserted] = symbols.try_emplace(dim.symbol(), Binding{size, inputs[i]});
       if (!inserted && bound->second.size != size)
-        throw ir::UserError(prefix + dim.symbol + "=" + std::to_string(size) + ", but " + dim.symbol + "=" +
-                                std::to_string(bound->second.size) + " from input '" +
+        throw ir::UserError(prefix + dim.symbol() + "=" + std::to_string(size) + ", but " + dim.symbol() +
+                                "=" + std::to_string(bound->second.size) + " from input '" +
                                 bound->second.input->name() + "'",
                             loc);
     }

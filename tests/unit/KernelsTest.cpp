@@ -72,7 +72,7 @@ Tensor run(const Op &op, const std::vector<Tensor> &inputs) {
   EXPECT_EQ(result.rank(), output.rank()) << op.str();
   for (size_t i = 0; i < output.rank() && i < result.rank(); ++i)
     if (output.shape[i].isStatic()) {
-      EXPECT_EQ(result.shape()[i], output.shape[i].size) << op.str() << " axis " << i;
+      EXPECT_EQ(result.shape()[i], output.shape[i].size()) << op.str() << " axis " << i;
     }
   return result;
 }

@@ -65,7 +65,7 @@ ir::TensorType f32(const std::vector<int64_t> &shape) {
 std::vector<int64_t> staticShape(const Value *value) {
   std::vector<int64_t> shape;
   for (const Dim &dim : value->type().shape)
-    shape.push_back(dim.size);
+    shape.push_back(dim.size());
   return shape;
 }
 

@@ -112,7 +112,7 @@ std::vector<runtime::Tensor> randomInputs(const ir::Graph &graph, const InputRan
   for (const Value *input : graph.inputs()) {
     std::vector<int64_t> shape;
     for (const Dim &dim : input->type().shape)
-      shape.push_back(dim.isStatic() ? dim.size : 3);
+      shape.push_back(dim.isStatic() ? dim.size() : 3);
     ir::TensorData data(input->type().dtype, shape);
     for (int64_t k = 0; k < data.numElements(); ++k) {
       switch (data.dtype) {

@@ -1,6 +1,7 @@
 #include "ir/Op.h"
 
 #include "ir/Assert.h"
+#include "ir/ScalarGraph.h"
 #include "ir/SourceLoc.h"
 
 #include <algorithm>
@@ -302,8 +303,9 @@ std::string SliceSpec::str() const {
 }
 
 bool OpAttrs::operator==(const OpAttrs &other) const {
+  bool sameBody = body == other.body || (body && other.body && *body == *other.body);
   return dtype == other.dtype && axes == other.axes && keepdims == other.keepdims && shape == other.shape &&
-         scalars == other.scalars && seed == other.seed && slices == other.slices;
+         scalars == other.scalars && seed == other.seed && slices == other.slices && sameBody;
 }
 
 Op::Op(OpKind kind, OpAttrs attrs, Place place) : kind_(kind), place_(place) {
@@ -330,6 +332,7 @@ size_t Op::hash() const {
     mix(std::hash<double>()(v));
   for (const SliceSpec &s : attrs.slices)
     mix(std::hash<std::string>()(s.str()));
+  if (attrs.body) mix(attrs.body->hash());
   return h;
 }
 
@@ -337,6 +340,9 @@ std::string Op::attrString() const {
   const OpAttrs &a = attrs();
   std::vector<std::string> parts;
   switch (kind_) {
+  case OpKind::Fused:
+    parts = a.body->memberNames();
+    break;
   case OpKind::Cast:
     parts.push_back(std::string("to=") + dtypeName(a.dtype));
     break;
@@ -483,6 +489,22 @@ TensorType inferHostType(const Op &op, const std::vector<TensorType> &inputs) {
     if (input.isScalar()) fail(std::string(op.name()) + ": cannot sort a zero-dimensional array");
     normalizeAxis(attrs.axes.at(0), input.rank(), op.name());
     return {op.kind() == OpKind::Sort ? input.dtype : DType::I64, input.shape, input.place};
+  case OpKind::Fused: {
+    // The output has the inputs' broadcast shape; each input is read as the body declares it.
+    TG_ASSERT(attrs.body && attrs.body->numInputs() == inputs.size())
+        << "fused: " << inputs.size() << " inputs for a body of "
+        << (attrs.body ? attrs.body->numInputs() : 0);
+    Shape shape;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      TG_ASSERT(inputs[i].dtype == attrs.body->inputDtypes[i])
+          << "fused: input " << i << " is " << inputs[i].str() << ", the body reads "
+          << dtypeName(attrs.body->inputDtypes[i]);
+      auto result = broadcastShapes(shape, inputs[i].shape);
+      if (!result) fail("cannot broadcast " + shapeString(shape) + " with " + inputs[i].str());
+      shape = *result;
+    }
+    return {attrs.body->resultDtype(), shape, input.place};
+  }
   case OpKind::Cumsum: {
     DType dtype = isFloat(input.dtype) ? input.dtype : DType::I64;
     if (attrs.axes.empty()) {

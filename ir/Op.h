@@ -12,6 +12,8 @@
 
 namespace tg::ir {
 
+struct ScalarGraph;
+
 enum class OpKind : uint16_t {
 #define OP(Enum, name, arity, fusion, device) Enum,
 #include "ir/Ops.def"
@@ -56,6 +58,7 @@ struct OpAttrs {
   std::vector<double> scalars;
   uint64_t seed = 0;
   std::vector<SliceSpec> slices;
+  std::shared_ptr<const ScalarGraph> body; // fused: what the kernel computes per element
   bool operator==(const OpAttrs &other) const;
 };
 

@@ -1,5 +1,7 @@
 #include "ir/Printers.h"
 
+#include "ir/ScalarGraph.h"
+
 #include <charconv>
 #include <map>
 #include <sstream>
@@ -173,7 +175,15 @@ std::string printJson(const Program &program, const std::string &profile) {
       out << (j ? ", " : "") << node.input(j)->id();
       if (node.input(j)->isConstant()) constants[node.input(j)->id()] = node.input(j);
     }
-    out << "], \"outputs\": [" << node.output()->id()
+    out << "]";
+    if (node.op().kind() == OpKind::Fused) {
+      std::vector<std::string> members = node.op().attrs().body->memberNames();
+      out << ", \"members\": [";
+      for (size_t j = 0; j < members.size(); ++j)
+        out << (j ? ", " : "") << jsonQuote(members[j]);
+      out << "]";
+    }
+    out << ", \"outputs\": [" << node.output()->id()
         << "], \"type\": " << jsonQuote(node.output()->type().str())
         << ", \"loc\": " << jsonQuote(node.loc().str()) << "}";
   }

@@ -6,6 +6,7 @@
 #include "opt/ConstantFold.h"
 #include "opt/CutTransfers.h"
 #include "opt/Equilibrium.h"
+#include "opt/Fusion.h"
 #include "opt/GlobalDeviceLift.h"
 #include "opt/LocalDeviceLift.h"
 #include "opt/Merge.h"
@@ -69,6 +70,10 @@ void runCutTransfers(ir::Graph &graph, RewriteContext &context, PassProfile &pro
   mergeEquivalent(graph, profile);
 }
 
+void runFusion(ir::Graph &graph, RewriteContext &, PassProfile &profile, const OptimizerOptions &) {
+  fuseElementwise(graph, profile);
+}
+
 bool selected(const PassInfo &pass, const OptimizerOptions &options) {
   auto matches = [&](const std::vector<std::string> &query) {
     for (const std::string &entry : query)
@@ -92,6 +97,7 @@ const std::vector<PassInfo> &passTable() {
       {"specialize", 2, {"fast_run", "rewrite"}, runSpecialize},
       {"lift", 3, {"fast_run", "device"}, runLift},
       {"cut-transfers", 3.5, {"fast_run", "device"}, runCutTransfers},
+      {"fusion", 4, {"fast_run", "fusion"}, runFusion},
   };
   return table;
 }

@@ -101,5 +101,7 @@ Tensor matmulKernel(const Tensor &a, const Tensor &b, ir::DType dtype);
 Tensor shapeKernel(const ir::Op &op, const std::vector<Tensor> &inputs);
 Tensor creationKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype);
 Tensor sortKernel(const ir::Op &op, const Tensor &input, ir::DType dtype);
+/// A fused node's program over whole tensors.
+Tensor fusedKernel(const ir::Op &op, const std::vector<Tensor> &inputs);
 
 } // namespace tg::runtime

@@ -66,6 +66,11 @@ Tensor runKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType 
   case OpKind::Argsort:
   case OpKind::Cumsum:
     return sortKernel(op, inputs[0], dtype);
+  case OpKind::Fused:
+    return fusedKernel(op, inputs);
+  case OpKind::ToDevice:
+  case OpKind::ToHost:
+    break; // the executor copies
   }
   TG_ASSERT(false) << "no CPU kernel for " << op.name();
   return {};
@@ -76,7 +81,8 @@ Tensor runKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType 
 std::vector<Tensor> runOp(const ir::Op &op, const std::vector<Tensor> &inputs,
                           const std::vector<ir::TensorType> &outputTypes) {
   int arity = op.info().arity;
-  TG_ASSERT(arity < 0 ? !inputs.empty() : inputs.size() == static_cast<size_t>(arity))
+  TG_ASSERT(arity < 0 ? !inputs.empty() || op.kind() == OpKind::Fused
+                      : inputs.size() == static_cast<size_t>(arity))
       << op.name() << " given " << inputs.size() << " inputs";
   TG_ASSERT(outputTypes.size() == 1) << op.name() << " has one output, not " << outputTypes.size();
   Tensor result = runKernel(op, inputs, outputTypes[0].dtype);

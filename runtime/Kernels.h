@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ir/Op.h"
+#include "ir/ScalarGraph.h"
 #include "runtime/Tensor.h"
 
 #include <vector>
@@ -15,5 +16,9 @@ namespace tg::runtime {
 /// accept is a compiler bug.
 std::vector<Tensor> runOp(const ir::Op &op, const std::vector<Tensor> &inputs,
                           const std::vector<ir::TensorType> &outputTypes);
+
+/// A fused node's program evaluated instruction by instruction with the kernels above, over whole tensors:
+/// the reference the generated kernels are tested against.
+Tensor evaluateFusedByKernels(const ir::ScalarGraph &body, const std::vector<Tensor> &inputs);
 
 } // namespace tg::runtime

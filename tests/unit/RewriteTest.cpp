@@ -84,6 +84,7 @@ opt::OptimizerProfile optimize(ir::Program &program, const std::string &stopAfte
   options.evaluate = runtime::evaluateConstant;
   options.verifyEach = true;
   options.stopAfter = stopAfter;
+  options.exclude = {"fusion"}; // these tests are about the rewrite sets; FusionTest.cpp covers fusion
   return opt::optimize(program, options);
 }
 

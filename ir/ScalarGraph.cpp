@@ -1,0 +1,72 @@
+#include "ir/ScalarGraph.h"
+
+#include "ir/Assert.h"
+
+#include <cstring>
+#include <functional>
+#include <sstream>
+
+namespace tg::ir {
+
+bool ScalarInstr::operator==(const ScalarInstr &other) const {
+  // Immediates compare by bits, so that NaN equals NaN and 0.0 differs from -0.0, as constants merge.
+  return kind == other.kind && dtype == other.dtype && operands == other.operands &&
+         std::memcmp(&immediate, &other.immediate, sizeof immediate) == 0;
+}
+
+DType ScalarGraph::dtypeOf(uint32_t value) const {
+  TG_ASSERT(value < numValues()) << "scalar value %" << value << " out of range";
+  return value < numInputs() ? inputDtypes[value] : body[value - numInputs()].dtype;
+}
+
+bool ScalarGraph::operator==(const ScalarGraph &other) const {
+  return inputDtypes == other.inputDtypes && body == other.body;
+}
+
+size_t ScalarGraph::hash() const {
+  size_t h = 0x9e3779b97f4a7c15ULL;
+  auto mix = [&h](size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  for (DType dtype : inputDtypes)
+    mix(static_cast<size_t>(dtype));
+  for (const ScalarInstr &instr : body) {
+    mix(static_cast<size_t>(instr.kind) << 8 | static_cast<size_t>(instr.dtype));
+    for (uint32_t operand : instr.operands)
+      mix(operand);
+    uint64_t bits;
+    std::memcpy(&bits, &instr.immediate, sizeof bits);
+    mix(std::hash<uint64_t>()(bits));
+  }
+  return h;
+}
+
+std::vector<std::string> ScalarGraph::memberNames() const {
+  std::vector<std::string> names;
+  for (const ScalarInstr &instr : body)
+    if (instr.kind != OpKind::Full) names.push_back(opName(instr.kind)); // immediates are not ops
+  return names;
+}
+
+std::string ScalarGraph::str() const {
+  std::ostringstream out;
+  for (size_t i = 0; i < numInputs(); ++i)
+    out << "%" << i << " = input " << dtypeName(inputDtypes[i]) << "\n";
+  for (size_t k = 0; k < body.size(); ++k) {
+    const ScalarInstr &instr = body[k];
+    out << "%" << numInputs() + k << " = ";
+    if (instr.kind == OpKind::Full) {
+      out << "constant " << dtypeName(instr.dtype) << " " << instr.immediate << "\n";
+      continue;
+    }
+    out << opName(instr.kind) << " " << dtypeName(instr.dtype);
+    for (size_t j = 0; j < instr.operands.size(); ++j)
+      out << (j ? ", %" : " %") << instr.operands[j];
+    out << "\n";
+  }
+  return out.str();
+}
+
+bool isScalarOp(OpKind kind) {
+  return opInfo(kind).fusion == FusionKind::Elementwise;
+}
+
+} // namespace tg::ir

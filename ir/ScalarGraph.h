@@ -1,0 +1,52 @@
+// ScalarGraph: the body of a fused node (Theano's Composite). A straight-line program over scalars that the
+// kernel runs once per output element:
+//
+//   fused(a, b, c)        values: %0 = a[i]  %1 = b[i]  %2 = c[i]       (inputs, after broadcasting)
+//     = relu(a * b + c)           %3 = mul %0 %1                         (instruction 0)
+//                                 %4 = add %3 %2                         (instruction 1)
+//                                 %5 = relu %4                           (instruction 2: the result)
+//
+// Values 0 .. numInputs()-1 are the fused node's inputs, value numInputs() + k is instruction k's result, and
+// the last instruction's value is the kernel's output. Instructions are elementwise ops of Ops.def (unary,
+// binary, where, clip, cast), plus `full` for a constant folded into the body (a 0-d constant input).
+#pragma once
+
+#include "ir/DType.h"
+#include "ir/Op.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tg::ir {
+
+struct ScalarInstr {
+  OpKind kind;
+  DType dtype;                    // the result's dtype (for cast: the target dtype)
+  std::vector<uint32_t> operands; // value indices, each smaller than this instruction's own value index
+  double immediate = 0;           // kind == Full: the constant, converted to dtype as a C++ cast would
+  bool operator==(const ScalarInstr &other) const;
+};
+
+struct ScalarGraph {
+  std::vector<DType> inputDtypes; // one per input of the fused node
+  std::vector<ScalarInstr> body;  // never empty
+
+  size_t numInputs() const { return inputDtypes.size(); }
+  size_t numValues() const { return inputDtypes.size() + body.size(); }
+  DType dtypeOf(uint32_t value) const;
+  DType resultDtype() const { return body.back().dtype; }
+  bool operator==(const ScalarGraph &other) const;
+  size_t hash() const;
+  /// The op names of the body in order, as the JSON's "members": {"mul", "add", "relu"} (immediates are
+  /// not ops and are left out).
+  std::vector<std::string> memberNames() const;
+  /// One line per instruction, "%4 = add f32 %3, %2", for dumps and kernel comments.
+  std::string str() const;
+};
+
+/// Whether `kind` can be an instruction of a scalar graph (every elementwise op but those the CPU kernels
+/// reject for a dtype; see the codegen's coverage test).
+bool isScalarOp(OpKind kind);
+
+} // namespace tg::ir

@@ -1,0 +1,32 @@
+// fusion: maximal connected elementwise clusters of one place become one `fused` node, whose scalar program
+// (ir/ScalarGraph.h) the code generator turns into one kernel.
+//
+//   a   b                      a   b   c
+//    \ /                        \  |  /
+//    mul   c                  fused{mul, add, relu}        %3 = mul %0, %1
+//      \  /          =>             |                      %4 = add %3, %2
+//      add                                                 %5 = relu %4
+//       |
+//      relu
+//
+// Policy (which ops may join, kept apart from the mechanism below): elementwise ops (FusionKind::Elementwise
+// in Ops.def) of the same place. Mechanism: nodes are visited consumers first; an unclustered elementwise
+// node roots a cluster, which absorbs a producer when every reader of the producer's value is already in the
+// cluster (so nothing is computed twice) and the producer's value has the root's shape (so a small operand is
+// not recomputed for every element it is broadcast to). 0-d constants become immediates of the program.
+// Each node is visited once and each edge looked at a bounded number of times: linear in the graph.
+#pragma once
+
+#include "opt/Rewrite.h"
+
+namespace tg::opt {
+
+/// The most inputs a fused node reads; a cluster stops growing before it would need more.
+constexpr size_t kMaxFusedInputs = 64;
+
+/// Afterwards no elementwise node is left outside a `fused` node; every fused node's program computes exactly
+/// what its cluster did. Single elementwise nodes become one-instruction fused nodes, so that all elementwise
+/// work runs as generated kernels. Records "kernels" (fused nodes made) and "fused ops" in the profile.
+void fuseElementwise(ir::Graph &graph, PassProfile &profile);
+
+} // namespace tg::opt

@@ -1,0 +1,205 @@
+// The fusion pass: fused nodes compute exactly what their clusters did (random graphs, run before and after),
+// clusters respect the kernel-argument limit, and a 10,000-node elementwise chain becomes one kernel that
+// runs. Kernel counts for scripts are pinned by the golden tests in tests/lit/fusion.
+#include "opt/Fusion.h"
+
+#include "ir/Graph.h"
+#include "ir/ScalarGraph.h"
+#include "runtime/Executor.h"
+
+#include <cstring>
+#include <gtest/gtest.h>
+#include <random>
+
+namespace tg::opt {
+namespace {
+
+using ir::DType;
+using ir::Node;
+using ir::OpKind;
+using ir::Value;
+
+ir::TensorType f32(std::vector<int64_t> shape) {
+  ir::Shape dims;
+  for (int64_t d : shape)
+    dims.push_back(ir::Dim::of(d));
+  return {DType::F32, dims, ir::Place::Host};
+}
+
+runtime::Tensor randomTensor(const ir::TensorType &type, std::mt19937 &random) {
+  std::vector<int64_t> shape;
+  for (const ir::Dim &d : type.shape)
+    shape.push_back(d.size());
+  ir::TensorData data(DType::F32, shape);
+  std::uniform_real_distribution<double> uniform(-2, 2);
+  for (int64_t i = 0; i < data.numElements(); ++i)
+    data.set(i, uniform(random));
+  return runtime::Tensor::fromData(data);
+}
+
+std::vector<ir::TensorData> run(const ir::Graph &graph, uint32_t seed) {
+  std::mt19937 random(seed);
+  std::vector<runtime::Tensor> inputs;
+  for (const Value *input : graph.inputs())
+    inputs.push_back(randomTensor(input->type(), random));
+  runtime::Executor executor(graph);
+  std::vector<ir::TensorData> results;
+  for (const runtime::Tensor &output : executor.run(inputs))
+    results.push_back(output.toData());
+  return results;
+}
+
+size_t countKernels(const ir::Graph &graph) {
+  size_t kernels = 0;
+  for (const Node *node : graph.toposort()) {
+    EXPECT_FALSE(node->op().kind() != OpKind::Fused && ir::isScalarOp(node->op().kind()))
+        << node->op().str() << " was left outside a kernel";
+    kernels += node->op().kind() == OpKind::Fused;
+  }
+  return kernels;
+}
+
+/// A random DAG of elementwise ops over inputs of broadcastable shapes, with 0-d constants, values read by
+/// several nodes, and a reduction in the middle (which fusion must leave alone).
+void buildRandomGraph(ir::Graph &graph, uint32_t seed) {
+  std::mt19937 random(seed);
+  auto pick = [&random](size_t count) { return std::uniform_int_distribution<size_t>(0, count - 1)(random); };
+  std::vector<Value *> values{graph.addInput(f32({3, 4}), "x"), graph.addInput(f32({4}), "v"),
+                              graph.addInput(f32({3, 1}), "s")};
+  static const OpKind unary[] = {OpKind::Exp, OpKind::Neg, OpKind::Tanh, OpKind::Abs, OpKind::Sigmoid};
+  static const OpKind binary[] = {OpKind::Add, OpKind::Mul, OpKind::Sub, OpKind::Maximum};
+  for (int i = 0; i < 30; ++i) {
+    auto operand = [&] { return values[values.size() - 1 - pick(std::min<size_t>(values.size(), 5))]; };
+    Value *made;
+    switch (pick(6)) {
+    case 0:
+      made = graph.addConstant(ir::TensorData::scalar(DType::F32, 0.25 * double(pick(8))));
+      break;
+    case 1: {
+      ir::OpAttrs attrs;
+      attrs.axes = {0};
+      attrs.keepdims = true;
+      Value *x = operand();
+      made = x->type().rank() == 2 ? graph.addNode(ir::Op(OpKind::Sum, attrs), {x})->output() : x;
+      break;
+    }
+    case 2:
+    case 3:
+      made = graph.addNode(ir::Op(unary[pick(5)]), {operand()})->output();
+      break;
+    default:
+      made = graph.addNode(ir::Op(binary[pick(4)]), {operand(), operand()})->output();
+    }
+    values.push_back(made);
+  }
+  for (int i = 0; i < 3; ++i) {
+    Value *output = values[values.size() - 1 - pick(6)];
+    if (output->owner()) graph.addOutput(output);
+  }
+  if (graph.outputs().empty()) graph.addOutput(values.back()->owner() ? values.back() : values[0]);
+}
+
+bool sameBits(const ir::TensorData &a, const ir::TensorData &b) {
+  return a.shape == b.shape && a.bytes == b.bytes;
+}
+
+TEST(FusionTest, FusedGraphsComputeWhatTheirClustersDid) {
+  size_t fusedOps = 0, kernels = 0;
+  for (uint32_t seed = 1; seed <= 200; ++seed) {
+    ir::Graph before, after;
+    buildRandomGraph(before, seed);
+    buildRandomGraph(after, seed);
+    PassProfile profile;
+    fuseElementwise(after, profile);
+    after.removeDeadNodes();
+    ASSERT_TRUE(after.verify().empty()) << "seed " << seed << ": " << after.verify().front();
+    kernels += countKernels(after);
+    fusedOps += static_cast<size_t>(profile.details["fused ops"]);
+    std::vector<ir::TensorData> expected = run(before, seed), actual = run(after, seed);
+    ASSERT_EQ(expected.size(), actual.size());
+    for (size_t i = 0; i < expected.size(); ++i)
+      EXPECT_TRUE(sameBits(expected[i], actual[i])) << "seed " << seed << ", output " << i;
+  }
+  EXPECT_GT(fusedOps, kernels + 500) << "the random graphs should have many multi-op clusters";
+}
+
+TEST(FusionTest, AClusterReadsAtMostTheKernelArgumentLimit) {
+  // sum of 150 distinct inputs, as a left-leaning tree of adds: one cluster would read 150 inputs.
+  ir::Graph graph;
+  Value *total = graph.addInput(f32({8}), "x0");
+  for (int i = 1; i < 150; ++i)
+    total = graph.addNode(ir::Op(OpKind::Add), {total, graph.addInput(f32({8}), "x" + std::to_string(i))})
+                ->output();
+  graph.addOutput(total);
+  ir::Graph reference;
+  Value *sum = reference.addInput(f32({8}), "x0");
+  for (int i = 1; i < 150; ++i)
+    sum =
+        reference.addNode(ir::Op(OpKind::Add), {sum, reference.addInput(f32({8}), "x" + std::to_string(i))})
+            ->output();
+  reference.addOutput(sum);
+
+  PassProfile profile;
+  fuseElementwise(graph, profile);
+  graph.removeDeadNodes();
+  size_t kernels = 0;
+  for (const Node *node : graph.toposort()) {
+    ASSERT_EQ(node->op().kind(), OpKind::Fused);
+    EXPECT_LE(node->inputs().size(), kMaxFusedInputs);
+    ++kernels;
+  }
+  EXPECT_EQ(kernels, 3u) << "150 inputs need three kernels of at most 64";
+  EXPECT_TRUE(sameBits(run(graph, 1)[0], run(reference, 1)[0]));
+}
+
+TEST(FusionTest, ATenThousandNodeChainIsOneKernelThatRuns) {
+  ir::Graph graph, reference;
+  for (ir::Graph *g : {&graph, &reference}) {
+    Value *chain = g->addInput(f32({5}), "x");
+    Value *half = g->addConstant(ir::TensorData::scalar(DType::F32, 0.5));
+    for (int i = 0; i < 10000; ++i)
+      chain = g->addNode(ir::Op(i % 2 ? OpKind::Tanh : OpKind::Add),
+                         i % 2 ? std::vector<Value *>{chain} : std::vector<Value *>{chain, half})
+                  ->output();
+    g->addOutput(chain);
+  }
+  PassProfile profile;
+  fuseElementwise(graph, profile);
+  graph.removeDeadNodes();
+  ASSERT_EQ(graph.toposort().size(), 1u);
+  const Node *kernel = graph.toposort()[0];
+  EXPECT_EQ(kernel->op().kind(), OpKind::Fused);
+  EXPECT_EQ(kernel->op().attrs().body->memberNames().size(), 10000u);
+  EXPECT_EQ(kernel->inputs().size(), 1u) << "the constant is an immediate";
+  EXPECT_TRUE(sameBits(run(graph, 3)[0], run(reference, 3)[0]));
+}
+
+TEST(FusionTest, SixtyFourBitIntegersBeyondDoublesStayInputs) {
+  ir::Graph graph;
+  Value *x = graph.addInput({DType::I64, {ir::Dim::of(2)}, ir::Place::Host}, "x");
+  Value *big = graph.addConstant(ir::TensorData(DType::I64, {}));
+  int64_t value = (int64_t(1) << 60) + 1;
+  std::memcpy(const_cast<uint8_t *>(big->constant().bytes.data()), &value, sizeof value);
+  Value *small = graph.addConstant(ir::TensorData::scalar(DType::I64, 3));
+  Value *y =
+      graph.addNode(ir::Op(OpKind::Add), {graph.addNode(ir::Op(OpKind::Mul), {x, small})->output(), big})
+          ->output();
+  graph.addOutput(y);
+  PassProfile profile;
+  fuseElementwise(graph, profile);
+  graph.removeDeadNodes();
+  ASSERT_EQ(graph.toposort().size(), 1u);
+  const Node *kernel = graph.toposort()[0];
+  ASSERT_EQ(kernel->inputs().size(), 2u);
+  EXPECT_EQ(kernel->input(1), big);
+  ir::TensorData input(DType::I64, {2});
+  input.data<int64_t>()[0] = 1;
+  input.data<int64_t>()[1] = -2;
+  runtime::Executor executor(graph);
+  ir::TensorData result = executor.run({runtime::Tensor::fromData(input)})[0].toData();
+  EXPECT_EQ(result.data<int64_t>()[0], value + 3);
+  EXPECT_EQ(result.data<int64_t>()[1], value - 6);
+}
+
+} // namespace
+} // namespace tg::opt

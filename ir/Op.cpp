@@ -503,7 +503,9 @@ TensorType inferHostType(const Op &op, const std::vector<TensorType> &inputs) {
       if (!result) fail("cannot broadcast " + shapeString(shape) + " with " + inputs[i].str());
       shape = *result;
     }
-    return {attrs.body->resultDtype(), shape, input.place};
+    TensorType value{attrs.body->resultDtype(), shape, input.place};
+    if (!attrs.body->reduction) return value;
+    return reductionType(Op(*attrs.body->reduction, attrs), value);
   }
   case OpKind::Cumsum: {
     DType dtype = isFloat(input.dtype) ? input.dtype : DType::I64;

@@ -20,7 +20,7 @@ DType ScalarGraph::dtypeOf(uint32_t value) const {
 }
 
 bool ScalarGraph::operator==(const ScalarGraph &other) const {
-  return inputDtypes == other.inputDtypes && body == other.body;
+  return inputDtypes == other.inputDtypes && body == other.body && reduction == other.reduction;
 }
 
 size_t ScalarGraph::hash() const {
@@ -36,6 +36,7 @@ size_t ScalarGraph::hash() const {
     std::memcpy(&bits, &instr.immediate, sizeof bits);
     mix(std::hash<uint64_t>()(bits));
   }
+  if (reduction) mix(0x100 + static_cast<size_t>(*reduction));
   return h;
 }
 
@@ -43,6 +44,7 @@ std::vector<std::string> ScalarGraph::memberNames() const {
   std::vector<std::string> names;
   for (const ScalarInstr &instr : body)
     if (instr.kind != OpKind::Full) names.push_back(opName(instr.kind)); // immediates are not ops
+  if (reduction) names.push_back(opName(*reduction));
   return names;
 }
 
@@ -62,7 +64,12 @@ std::string ScalarGraph::str() const {
       out << (j ? ", %" : " %") << instr.operands[j];
     out << "\n";
   }
+  if (reduction) out << "reduce " << opName(*reduction) << " %" << numValues() - 1 << "\n";
   return out.str();
+}
+
+bool isPrologueReduction(OpKind kind) {
+  return isReduction(kind) && kind != OpKind::Argmax && kind != OpKind::Argmin;
 }
 
 bool isScalarOp(OpKind kind) {

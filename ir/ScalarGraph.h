@@ -9,12 +9,19 @@
 // Values 0 .. numInputs()-1 are the fused node's inputs, value numInputs() + k is instruction k's result, and
 // the last instruction's value is the kernel's output. Instructions are elementwise ops of Ops.def (unary,
 // binary, where, clip, cast), plus `full` for a constant folded into the body (a 0-d constant input).
+//
+// A reduction with a prologue: when `reduction` is set (sum, mean, max, min, prod, any, all), the program's
+// value over the inputs' broadcast shape is reduced along the fused op's `axes` (keepdims as the op says):
+//
+//   sum(exp(x - m), axis=1)  =  fused{sub, exp, sum}(x, m)      %2 = sub %0, %1
+//                                                               %3 = exp %2      reduced: sum over axis 1
 #pragma once
 
 #include "ir/DType.h"
 #include "ir/Op.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,8 +36,9 @@ struct ScalarInstr {
 };
 
 struct ScalarGraph {
-  std::vector<DType> inputDtypes; // one per input of the fused node
-  std::vector<ScalarInstr> body;  // never empty
+  std::vector<DType> inputDtypes;  // one per input of the fused node
+  std::vector<ScalarInstr> body;   // never empty
+  std::optional<OpKind> reduction; // reduces the program's value (axes and keepdims in the op's attributes)
 
   size_t numInputs() const { return inputDtypes.size(); }
   size_t numValues() const { return inputDtypes.size() + body.size(); }
@@ -38,15 +46,16 @@ struct ScalarGraph {
   DType resultDtype() const { return body.back().dtype; }
   bool operator==(const ScalarGraph &other) const;
   size_t hash() const;
-  /// The op names of the body in order, as the JSON's "members": {"mul", "add", "relu"} (immediates are
-  /// not ops and are left out).
+  /// The op names of the body in order, then the reduction's, as the JSON's "members": {"mul", "add",
+  /// "relu"} (immediates are not ops and are left out).
   std::vector<std::string> memberNames() const;
   /// One line per instruction, "%4 = add f32 %3, %2", for dumps and kernel comments.
   std::string str() const;
 };
 
-/// Whether `kind` can be an instruction of a scalar graph (every elementwise op but those the CPU kernels
-/// reject for a dtype; see the codegen's coverage test).
+/// Whether `kind` can be an instruction of a scalar graph: every elementwise op.
 bool isScalarOp(OpKind kind);
+/// Whether a reduction of `kind` can take a prologue (every reduction but argmax and argmin).
+bool isPrologueReduction(OpKind kind);
 
 } // namespace tg::ir

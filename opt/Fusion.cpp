@@ -17,62 +17,84 @@ bool fusible(const Node *node) {
   return node->op().kind() != ir::OpKind::Fused && ir::isScalarOp(node->op().kind());
 }
 
-/// One cluster being turned into a fused node: its members (consumers first, as found) and, once built, the
-/// fused node's inputs and program.
+bool isPrologueRoot(const Node *node) {
+  return ir::isPrologueReduction(node->op().kind());
+}
+
+/// A 0-d constant, which the program holds as an immediate instead of reading it; immediates are doubles,
+/// so a 64-bit integer beyond 2**53 stays an input, read exactly.
+bool isImmediate(const Value *value) {
+  if (!value->isConstant() || !value->type().isScalar()) return false;
+  const ir::TensorData &data = value->constant();
+  if (data.dtype != ir::DType::I64) return true;
+  int64_t integer = data.data<int64_t>()[0];
+  return integer >= -(int64_t(1) << 53) && integer <= (int64_t(1) << 53);
+}
+
+/// One cluster being turned into a fused node. The root is an elementwise node (the program's last
+/// instruction) or a reduction (the program computes the value it reduces: its prologue).
 class ClusterBuilder {
 public:
-  ClusterBuilder(ir::Graph &graph, std::vector<int> &clusterOf) : graph_(graph), clusterOf_(clusterOf) {}
+  ClusterBuilder(ir::Graph &graph) : graph_(graph), clusterOf_(graph.nodeIdBound(), -1) {}
 
-  /// Grows the cluster rooted at `root` (numbered `cluster`), then replaces it by one fused node. Returns the
-  /// number of ops fused.
-  size_t fuse(Node *root, int cluster) {
-    members_.assign(1, root);
-    clusterOf_[static_cast<size_t>(root->id())] = cluster;
+  bool clustered(const Node *node) const { return clusterOfNode(node) >= 0; }
+
+  /// Grows the cluster rooted at `root`, then replaces the root by one fused node. Returns the number of ops
+  /// fused (0 when a reduction found no prologue and stays as it is).
+  size_t fuse(Node *root) {
+    cluster_ = nextCluster_++;
+    clusterOf_[static_cast<size_t>(root->id())] = cluster_;
+    members_.clear();
     external_.clear();
-    for (Value *input : root->inputs())
-      if (!isImmediate(input)) external_.insert(input);
+    copies_ = 0;
+    reduction_ = isPrologueRoot(root);
+    place_ = root->op().place();
+    shape_ = reduction_ ? root->input(0)->type().shape : root->output()->type().shape;
+    if (reduction_) {
+      external_.insert(root->input(0));
+      absorbIfFits(root->input(0));
+      if (members_.empty()) return 0;
+    } else {
+      members_.push_back(root);
+      for (Value *input : root->inputs())
+        if (!isImmediate(input)) external_.insert(input);
+    }
     for (size_t next = 0; next < members_.size(); ++next)
       for (Value *input : members_[next]->inputs())
-        if (canAbsorb(input, root, cluster)) {
-          Node *producer = input->owner();
-          clusterOf_[static_cast<size_t>(producer->id())] = cluster;
-          members_.push_back(producer);
-          external_.erase(input);
-          for (Value *operand : producer->inputs())
-            if (!isImmediate(operand) && !isMemberValue(operand, cluster)) external_.insert(operand);
-        }
-    orderMembers(root, cluster);
+        absorbIfFits(input);
+    orderMembers();
     build(root);
-    return members_.size();
+    return members_.size() + (reduction_ ? 1 : 0);
   }
 
 private:
-  bool canAbsorb(Value *input, const Node *root, int cluster) {
+  /// A prologue may recompute this many ops that others also read (cheaper than a round trip through
+  /// memory); elsewhere nothing is computed twice.
+  static constexpr size_t kMaxPrologueCopies = 8;
+
+  void absorbIfFits(Value *input) {
     Node *producer = input->owner();
-    if (!producer || !fusible(producer) || clusterOfNode(producer) >= 0) return false;
-    if (producer->op().place() != root->op().place()) return false;
-    if (input->type().shape != root->output()->type().shape) return false;
+    if (!producer || !fusible(producer) || clustered(producer)) return;
+    if (producer->op().place() != place_ || input->type().shape != shape_) return;
+    bool shared = false;
     for (const ir::Use &use : input->clients())
-      if (!use.node || clusterOfNode(use.node) != cluster) return false;
+      shared = shared || !use.node || clusterOfNode(use.node) != cluster_;
+    if (shared && (!reduction_ || copies_ == kMaxPrologueCopies)) return;
     // Absorbing the producer trades its value for its own operands as inputs of the fused node.
     size_t added = 0;
     for (Value *operand : producer->inputs())
-      added += !isImmediate(operand) && !isMemberValue(operand, cluster) && !external_.count(operand);
-    return external_.size() - 1 + added <= kMaxFusedInputs;
+      added += !isImmediate(operand) && !isMemberValue(operand) && !external_.count(operand);
+    if (external_.size() - 1 + added > kMaxFusedInputs) return;
+    copies_ += shared;
+    clusterOf_[static_cast<size_t>(producer->id())] = cluster_;
+    members_.push_back(producer);
+    external_.erase(input);
+    for (Value *operand : producer->inputs())
+      if (!isImmediate(operand) && !isMemberValue(operand)) external_.insert(operand);
   }
 
-  /// A 0-d constant, which the program holds as an immediate instead of reading it; immediates are doubles,
-  /// so a 64-bit integer beyond 2**53 stays an input, read exactly.
-  static bool isImmediate(const Value *value) {
-    if (!value->isConstant() || !value->type().isScalar()) return false;
-    const ir::TensorData &data = value->constant();
-    if (data.dtype != ir::DType::I64) return true;
-    int64_t integer = data.data<int64_t>()[0];
-    return integer >= -(int64_t(1) << 53) && integer <= (int64_t(1) << 53);
-  }
-
-  bool isMemberValue(const Value *value, int cluster) const {
-    return value->owner() && clusterOfNode(value->owner()) == cluster;
+  bool isMemberValue(const Value *value) const {
+    return value->owner() && clusterOfNode(value->owner()) == cluster_;
   }
 
   /// The cluster a node is in, or -1 (also for the fused nodes this pass adds).
@@ -81,21 +103,22 @@ private:
     return id < clusterOf_.size() ? clusterOf_[id] : -1;
   }
 
-  /// Puts the members in an order where producers come first: depth-first from the root, through members
-  /// only (they were found consumers first, and ids do not give the order once rewrites have run).
-  void orderMembers(Node *root, int cluster) {
+  /// Puts the members in an order where producers come first: depth-first from the first member (the root,
+  /// or the reduced value's producer), through members only (they were found consumers first, and ids do not
+  /// give the order once rewrites have run).
+  void orderMembers() {
     std::vector<Node *> order;
-    std::vector<std::pair<Node *, size_t>> stack{{root, 0}};
+    std::vector<std::pair<Node *, size_t>> stack{{members_[0], 0}};
     if (visited_.size() < clusterOf_.size()) visited_.resize(clusterOf_.size(), -1);
-    visited_[static_cast<size_t>(root->id())] = cluster;
+    visited_[static_cast<size_t>(members_[0]->id())] = cluster_;
     while (!stack.empty()) {
       auto &[node, next] = stack.back();
       if (next < node->inputs().size()) {
         Node *producer = node->input(next++)->owner();
-        if (!producer || clusterOfNode(producer) != cluster) continue;
+        if (!producer || !isMemberValue(producer->output())) continue;
         size_t id = static_cast<size_t>(producer->id());
-        if (visited_[id] == cluster) continue;
-        visited_[id] = cluster;
+        if (visited_[id] == cluster_) continue;
+        visited_[id] = cluster_;
         stack.push_back({producer, 0});
         continue;
       }
@@ -146,37 +169,53 @@ private:
       for (uint32_t &operand : instr.operands)
         if (operand & kInstructionBit) operand = numInputs + (operand & ~kInstructionBit);
     body->body = std::move(instrs);
-    ir::OpAttrs attrs;
+    ir::OpAttrs attrs = reduction_ ? root->op().attrs() : ir::OpAttrs{};
+    if (reduction_) body->reduction = root->op().kind();
     attrs.body = std::move(body);
-    Node *fused = graph_.addNode(ir::Op(ir::OpKind::Fused, std::move(attrs), root->op().place()), inputs,
-                                 root->loc(), root->pin());
+    Node *fused =
+        graph_.addNode(ir::Op(ir::OpKind::Fused, std::move(attrs), place_), inputs, root->loc(), root->pin());
     graph_.substitute(root->output(), fused->output());
   }
 
   ir::Graph &graph_;
-  std::vector<int> &clusterOf_;
+  std::vector<int> clusterOf_; // by node id
+  std::vector<int> visited_;   // by node id: the cluster whose member walk reached it
+  int cluster_ = -1, nextCluster_ = 0;
+  bool reduction_ = false;
+  ir::Place place_ = ir::Place::Host;
+  ir::Shape shape_; // of every member's value
+  size_t copies_ = 0;
   std::vector<Node *> members_;
   std::unordered_set<const Value *> external_; // what the fused node would read now
-  std::vector<int> visited_;                   // by node id: the cluster whose member walk reached it
 };
+
+/// Roots clusters at the nodes `isRoot` accepts, consumers first. Returns {kernels made, ops fused}.
+template <typename IsRoot>
+std::pair<size_t, size_t> fuseFrom(ir::Graph &graph, IsRoot isRoot) {
+  std::vector<Node *> order = graph.toposort();
+  ClusterBuilder builder(graph);
+  size_t kernels = 0, ops = 0;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    if (!isRoot(*it) || builder.clustered(*it)) continue;
+    size_t fused = builder.fuse(*it);
+    ops += fused;
+    kernels += fused > 0;
+  }
+  graph.removeDeadNodes(); // what the fused nodes replaced no longer reads anything
+  return {kernels, ops};
+}
 
 } // namespace
 
 void fuseElementwise(ir::Graph &graph, PassProfile &profile) {
-  std::vector<Node *> order = graph.toposort();
-  std::vector<int> clusterOf(graph.nodeIdBound(), -1);
-  ClusterBuilder builder(graph, clusterOf);
-  size_t kernels = 0, ops = 0;
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    Node *node = *it;
-    if (!fusible(node) || clusterOf[static_cast<size_t>(node->id())] >= 0) continue;
-    // A node added by this pass has an id past the table; none is in `order`.
-    ops += builder.fuse(node, static_cast<int>(kernels));
-    ++kernels;
-  }
-  profile.details["kernels"] = static_cast<double>(kernels);
-  profile.details["fused ops"] = static_cast<double>(ops);
+  // Reductions first, so that an elementwise value they copy into their prologue is left to its other
+  // readers alone, and fuses with them.
+  auto [reductions, reducedOps] = fuseFrom(graph, isPrologueRoot);
+  auto [kernels, ops] = fuseFrom(graph, fusible);
+  profile.details["kernels"] = static_cast<double>(kernels + reductions);
+  profile.details["fused ops"] = static_cast<double>(ops + reducedOps);
   if (kernels) profile.rewrites["fuse elementwise cluster"] = kernels;
+  if (reductions) profile.rewrites["fuse reduction prologue"] = reductions;
 }
 
 } // namespace tg::opt

@@ -5,7 +5,8 @@
 
 namespace tg::runtime {
 
-Tensor evaluateFusedByKernels(const ir::ScalarGraph &body, const std::vector<Tensor> &inputs) {
+Tensor evaluateFusedByKernels(const ir::Op &fused, const std::vector<Tensor> &inputs, ir::DType dtype) {
+  const ir::ScalarGraph &body = *fused.attrs().body;
   TG_ASSERT(inputs.size() == body.numInputs())
       << "fused: " << inputs.size() << " inputs for a body of " << body.numInputs();
   std::vector<Tensor> values = inputs;
@@ -27,14 +28,17 @@ Tensor evaluateFusedByKernels(const ir::ScalarGraph &body, const std::vector<Ten
   std::vector<int64_t> shape = result.shape();
   for (const Tensor &input : inputs)
     shape = broadcastShapes(shape, input.shape());
-  if (shape == result.shape()) return result;
-  Tensor broadcast = Tensor::empty(result.dtype(), shape);
-  broadcast.copyFrom(result.view(shape, broadcastStrides(result, shape), result.offset()));
-  return broadcast;
+  if (shape != result.shape()) {
+    Tensor broadcast = Tensor::empty(result.dtype(), shape);
+    broadcast.copyFrom(result.view(shape, broadcastStrides(result, shape), result.offset()));
+    result = broadcast;
+  }
+  if (!body.reduction) return result;
+  return reductionKernel(ir::Op(*body.reduction, fused.attrs()), result, dtype);
 }
 
-Tensor fusedKernel(const ir::Op &op, const std::vector<Tensor> &inputs) {
-  return evaluateFusedByKernels(*op.attrs().body, inputs);
+Tensor fusedKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype) {
+  return evaluateFusedByKernels(op, inputs, dtype);
 }
 
 } // namespace tg::runtime

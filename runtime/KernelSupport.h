@@ -102,6 +102,6 @@ Tensor shapeKernel(const ir::Op &op, const std::vector<Tensor> &inputs);
 Tensor creationKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype);
 Tensor sortKernel(const ir::Op &op, const Tensor &input, ir::DType dtype);
 /// A fused node's program over whole tensors.
-Tensor fusedKernel(const ir::Op &op, const std::vector<Tensor> &inputs);
+Tensor fusedKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype);
 
 } // namespace tg::runtime

@@ -67,7 +67,7 @@ Tensor runKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType 
   case OpKind::Cumsum:
     return sortKernel(op, inputs[0], dtype);
   case OpKind::Fused:
-    return fusedKernel(op, inputs);
+    return fusedKernel(op, inputs, dtype);
   case OpKind::ToDevice:
   case OpKind::ToHost:
     break; // the executor copies

@@ -17,8 +17,9 @@ namespace tg::runtime {
 std::vector<Tensor> runOp(const ir::Op &op, const std::vector<Tensor> &inputs,
                           const std::vector<ir::TensorType> &outputTypes);
 
-/// A fused node's program evaluated instruction by instruction with the kernels above, over whole tensors:
-/// the reference the generated kernels are tested against.
-Tensor evaluateFusedByKernels(const ir::ScalarGraph &body, const std::vector<Tensor> &inputs);
+/// A fused node's program evaluated instruction by instruction with the kernels above, over whole tensors
+/// (then reduced, for a reduction with a prologue), giving `dtype`: the reference the generated kernels are
+/// tested against.
+Tensor evaluateFusedByKernels(const ir::Op &fused, const std::vector<Tensor> &inputs, ir::DType dtype);
 
 } // namespace tg::runtime

@@ -3,8 +3,7 @@
 #include "ir/Assert.h"
 #include "ir/ScalarGraph.h"
 
-#include <unordered_map>
-#include <unordered_set>
+#include <optional>
 
 namespace tg::opt {
 
@@ -35,7 +34,9 @@ bool isImmediate(const Value *value) {
 /// instruction) or a reduction (the program computes the value it reduces: its prologue).
 class ClusterBuilder {
 public:
-  ClusterBuilder(ir::Graph &graph) : graph_(graph), clusterOf_(graph.nodeIdBound(), -1) {}
+  ClusterBuilder(ir::Graph &graph)
+      : graph_(graph), clusterOf_(graph.nodeIdBound(), -1), valueStamp_(graph.valueIdBound(), -1),
+        valueSlot_(graph.valueIdBound(), 0) {}
 
   bool clustered(const Node *node) const { return clusterOfNode(node) >= 0; }
 
@@ -45,19 +46,19 @@ public:
     cluster_ = nextCluster_++;
     clusterOf_[static_cast<size_t>(root->id())] = cluster_;
     members_.clear();
-    external_.clear();
+    externalCount_ = 0;
     copies_ = 0;
     reduction_ = isPrologueRoot(root);
     place_ = root->op().place();
     shape_ = reduction_ ? root->input(0)->type().shape : root->output()->type().shape;
     if (reduction_) {
-      external_.insert(root->input(0));
+      markExternal(root->input(0));
       absorbIfFits(root->input(0));
       if (members_.empty()) return 0;
     } else {
       members_.push_back(root);
       for (Value *input : root->inputs())
-        if (!isImmediate(input)) external_.insert(input);
+        if (!isImmediate(input)) markExternal(input);
     }
     for (size_t next = 0; next < members_.size(); ++next)
       for (Value *input : members_[next]->inputs())
@@ -83,14 +84,34 @@ private:
     // Absorbing the producer trades its value for its own operands as inputs of the fused node.
     size_t added = 0;
     for (Value *operand : producer->inputs())
-      added += !isImmediate(operand) && !isMemberValue(operand) && !external_.count(operand);
-    if (external_.size() - 1 + added > kMaxFusedInputs) return;
+      added += !isImmediate(operand) && !isMemberValue(operand) && !isExternal(operand);
+    if (externalCount_ - 1 + added > kMaxFusedInputs) return;
     copies_ += shared;
     clusterOf_[static_cast<size_t>(producer->id())] = cluster_;
     members_.push_back(producer);
-    external_.erase(input);
+    unmarkExternal(input);
     for (Value *operand : producer->inputs())
-      if (!isImmediate(operand) && !isMemberValue(operand)) external_.insert(operand);
+      if (!isImmediate(operand) && !isMemberValue(operand)) markExternal(operand);
+  }
+
+  // Per-value marks of the cluster being grown, by value id, stamped with the cluster's number so that no
+  // table is cleared between clusters (most clusters are one or two nodes; clearing would cost the graph).
+  // Every value looked up existed before the pass: a cluster's members never read a fused node's value.
+  bool isExternal(const Value *value) const {
+    size_t id = static_cast<size_t>(value->id());
+    return valueStamp_[id] == cluster_ && valueSlot_[id] == kExternal;
+  }
+  void markExternal(const Value *value) {
+    if (isExternal(value)) return;
+    size_t id = static_cast<size_t>(value->id());
+    valueStamp_[id] = cluster_;
+    valueSlot_[id] = kExternal;
+    ++externalCount_;
+  }
+  void unmarkExternal(const Value *value) {
+    if (!isExternal(value)) return;
+    valueStamp_[static_cast<size_t>(value->id())] = -1;
+    --externalCount_;
   }
 
   bool isMemberValue(const Value *value) const {
@@ -132,37 +153,40 @@ private:
   void build(Node *root) {
     auto body = std::make_shared<ir::ScalarGraph>();
     std::vector<Value *> inputs;
-    std::unordered_map<const Value *, uint32_t> inputIndex, memberValue, immediate;
     std::vector<ir::ScalarInstr> instrs;
-    auto lookup = [](const auto &table, const Value *value) -> const uint32_t * {
-      auto found = table.find(value);
-      return found == table.end() ? nullptr : &found->second;
-    };
-    // Operands refer to inputs (0..n-1) and instructions (n+k); inputs are numbered as they are met, so
-    // instruction operands are renumbered once the input count is known.
+    // Each value the program reads gets its operand number in valueSlot_, stamped with a number of its own
+    // (the external marks of growing are done with). Operands refer to inputs (0..n-1) and instructions
+    // (n+k); inputs are numbered as they are met, so instruction operands are renumbered at the end.
+    int stamp = -2 - cluster_;
     constexpr uint32_t kInstructionBit = 1u << 31;
+    auto numbered = [&](const Value *value) -> std::optional<uint32_t> {
+      size_t id = static_cast<size_t>(value->id());
+      if (valueStamp_[id] == stamp) return valueSlot_[id];
+      return std::nullopt;
+    };
+    auto number = [&](const Value *value, uint32_t operand) {
+      size_t id = static_cast<size_t>(value->id());
+      valueStamp_[id] = stamp;
+      valueSlot_[id] = operand;
+    };
     for (Node *member : members_) {
       ir::ScalarInstr instr{member->op().kind(), member->output()->type().dtype, {}, 0};
       for (Value *input : member->inputs()) {
-        if (const uint32_t *value = lookup(memberValue, input)) {
-          instr.operands.push_back(*value);
-        } else if (const uint32_t *constant = lookup(immediate, input)) {
-          instr.operands.push_back(*constant);
+        if (std::optional<uint32_t> operand = numbered(input)) {
+          instr.operands.push_back(*operand);
         } else if (isImmediate(input)) {
           instrs.push_back({ir::OpKind::Full, input->type().dtype, {}, input->constant().get(0)});
-          immediate[input] = kInstructionBit | static_cast<uint32_t>(instrs.size() - 1);
-          instr.operands.push_back(immediate[input]);
-        } else if (const uint32_t *index = lookup(inputIndex, input)) {
-          instr.operands.push_back(*index);
+          number(input, kInstructionBit | static_cast<uint32_t>(instrs.size() - 1));
+          instr.operands.push_back(kInstructionBit | static_cast<uint32_t>(instrs.size() - 1));
         } else {
-          inputIndex[input] = static_cast<uint32_t>(inputs.size());
+          number(input, static_cast<uint32_t>(inputs.size()));
           inputs.push_back(input);
           body->inputDtypes.push_back(input->type().dtype);
           instr.operands.push_back(static_cast<uint32_t>(inputs.size() - 1));
         }
       }
       instrs.push_back(std::move(instr));
-      memberValue[member->output()] = kInstructionBit | static_cast<uint32_t>(instrs.size() - 1);
+      number(member->output(), kInstructionBit | static_cast<uint32_t>(instrs.size() - 1));
     }
     uint32_t numInputs = static_cast<uint32_t>(inputs.size());
     for (ir::ScalarInstr &instr : instrs)
@@ -186,7 +210,10 @@ private:
   ir::Shape shape_; // of every member's value
   size_t copies_ = 0;
   std::vector<Node *> members_;
-  std::unordered_set<const Value *> external_; // what the fused node would read now
+  static constexpr uint32_t kExternal = ~0u;
+  std::vector<int> valueStamp_;     // by value id: whose mark valueSlot_ holds
+  std::vector<uint32_t> valueSlot_; // by value id: kExternal while growing, the operand number in build
+  size_t externalCount_ = 0;        // values the fused node would read now
 };
 
 /// Roots clusters at the nodes `isRoot` accepts, consumers first. Returns {kernels made, ops fused}.

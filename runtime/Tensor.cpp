@@ -2,6 +2,7 @@
 
 #include "ir/Assert.h"
 #include "ir/SourceLoc.h"
+#include "runtime/HostAllocator.h"
 #include "runtime/StridedLoop.h"
 
 #include <cstdlib>
@@ -12,8 +13,6 @@ namespace tg::runtime {
 using ir::DType;
 
 namespace {
-
-constexpr size_t kAlignment = 64;
 
 template <typename T>
 void copyElements(const Tensor &target, const Tensor &source) {
@@ -45,14 +44,11 @@ Tensor Tensor::empty(DType dtype, std::vector<int64_t> shape) {
     if (__builtin_mul_overflow(bytes, size, &bytes))
       throw ir::UserError("out of memory: a tensor of this shape does not fit in memory");
   }
-  // aligned_alloc wants a multiple of the alignment; a zero-size tensor still gets a buffer (so it is
-  // defined()).
-  size_t rounded = (static_cast<size_t>(bytes) + kAlignment - 1) / kAlignment * kAlignment;
-  void *memory = std::aligned_alloc(kAlignment, rounded ? rounded : kAlignment);
-  if (!memory)
+  std::shared_ptr<std::byte> buffer = allocateHostBuffer(static_cast<size_t>(bytes));
+  if (!buffer)
     throw ir::UserError("out of memory: cannot allocate a tensor of " + std::to_string(bytes) + " bytes");
   Tensor tensor;
-  tensor.buffer_ = std::shared_ptr<std::byte>(static_cast<std::byte *>(memory), std::free);
+  tensor.buffer_ = std::move(buffer);
   tensor.dtype_ = dtype;
   tensor.strides_ = contiguousStrides(shape);
   tensor.shape_ = std::move(shape);

@@ -1,27 +1,31 @@
 // tgc: the command-line driver. Parses arguments, runs the front end, prints or runs the program.
 //
 //   tgc run FILE.tg [--device auto|cpu] [--in NAME=FILE.npy]... [--out NAME=FILE.npy]... [--steps N] [-v]
-//   tgc compile FILE.tg --emit=ast|ir|opt|json|dot [-o FILE] [optimizer options]
+//   tgc compile FILE.tg --emit=ast|ir|opt|json|dot|llvm|ptx [-o FILE] [--gpu-arch sm_XX] [optimizer options]
 //   optimizer options include --lift=global|local (the device placement strategy)
 //
 // Exit codes: 0 success, 1 a user error in the script or its inputs, 2 bad usage, 3 an internal error.
+#include "codegen/Kernel.h"
 #include "frontend/AstPrinter.h"
 #include "frontend/Diagnostics.h"
 #include "frontend/GraphBuilder.h"
 #include "frontend/ModuleLoader.h"
 #include "ir/Npy.h"
 #include "ir/Printers.h"
+#include "ir/ScalarGraph.h"
 #include "opt/Pipeline.h"
 #include "runtime/ConstantEvaluator.h"
 #include "runtime/Print.h"
 #include "runtime/Session.h"
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -50,8 +54,12 @@ run options:
   -v                    say what happens
 
 compile options:
-  --emit=ast|ir|opt|json|dot   what to print (default ir): ir is the graph as built (or after --stop-after),
-                               opt the optimized graph; json and dot show the optimized graph
+  --emit=ast|ir|opt|json|dot|llvm|ptx
+                               what to print (default ir): ir is the graph as built (or after --stop-after),
+                               opt the optimized graph; json and dot show the optimized graph; llvm the
+                               LLVM IR of every host kernel, ptx the PTX of every device kernel (of every
+                               kernel when nothing runs on a device): no GPU is needed
+  --gpu-arch=sm_XX             the GPU the PTX is for (default sm_90: H100/H200; sm_80: A100)
   -o FILE                      write it to FILE instead of standard output
   --opt-profile                print each pass's time, node counts and rewrites (in the JSON with --emit=json)
   --explain-placement          print where each node runs and why (with --device=sim)
@@ -67,8 +75,8 @@ optimizer options (compile and run):
                            one backward pass, one validation); local is the legacy baseline, Theano's way:
                            one node at a time, validating the whole graph after each move
   -O0                      run no optimization pass
-  passes, in order: merge, constant-fold, canonicalize, stabilize, specialize, and with a device
-  lift, cut-transfers
+  passes, in order: merge, constant-fold, canonicalize, stabilize, specialize, with a device lift and
+  cut-transfers, then fusion
 
 Options taking a value accept both --opt VALUE and --opt=VALUE.
 )";
@@ -81,6 +89,7 @@ struct Options {
   std::string command;
   std::string file;
   std::string emit = "ir";
+  std::string gpuArch = "sm_90";
   std::string outputFile;
   std::string device = "auto";
   std::vector<std::pair<std::string, std::string>> inputs, outputs;
@@ -134,15 +143,23 @@ Options parseOptions(int argc, char **argv) {
       if (options.device != "auto" && options.device != "cpu" && options.device != "sim" &&
           options.device != "cuda")
         throw UsageError{"unknown device '" + options.device + "'; this build supports: auto, cpu, sim"};
-      options.optimizer.device = options.device == "sim";
-      if (options.device == "cuda")
+      // Compiling for cuda needs no driver: the graph is placed as for any device, and PTX is text.
+      options.optimizer.device = options.device == "sim" || (options.device == "cuda" && forCompile);
+      if (options.device == "cuda" && forRun)
         throw ir::UserError("--device=cuda: this build of tgc has no CUDA runtime yet; --device=sim runs the "
                             "device pipeline on the CPU");
     } else if (arg == "--emit" && forCompile) {
       options.emit = value();
-      if (options.emit != "ast" && options.emit != "ir" && options.emit != "opt" && options.emit != "json" &&
-          options.emit != "dot")
-        throw UsageError{"unknown --emit value '" + options.emit + "'; expected ast, ir, opt, json or dot"};
+      static const std::set<std::string> kinds{"ast", "ir", "opt", "json", "dot", "llvm", "ptx"};
+      if (!kinds.count(options.emit))
+        throw UsageError{"unknown --emit value '" + options.emit +
+                         "'; expected ast, ir, opt, json, dot, llvm or ptx"};
+    } else if (arg == "--gpu-arch" && forCompile) {
+      options.gpuArch = value();
+      bool valid = options.gpuArch.size() > 3 && options.gpuArch.rfind("sm_", 0) == 0 &&
+                   std::isdigit(static_cast<unsigned char>(options.gpuArch[3]));
+      if (!valid)
+        throw UsageError{"--gpu-arch expects sm_XX (sm_80, sm_90, ...), got '" + options.gpuArch + "'"};
     } else if (arg == "-o" && forCompile) {
       options.outputFile = value();
     } else if (arg == "--opt-profile" && forCompile) {
@@ -153,9 +170,9 @@ Options parseOptions(int argc, char **argv) {
                arg == "--opt-exclude") {
       std::string pass = value();
       if (!opt::isPassOrTag(pass))
-        throw UsageError{
-            "unknown pass '" + pass + "' for " + arg +
-            "; passes: merge, constant-fold, canonicalize, stabilize, specialize, lift, cut-transfers"};
+        throw UsageError{"unknown pass '" + pass + "' for " + arg +
+                         "; passes: merge, constant-fold, canonicalize, stabilize, specialize, lift, "
+                         "cut-transfers, fusion"};
       if (arg == "--stop-after")
         options.optimizer.stopAfter = pass;
       else if (arg == "--print-after")
@@ -230,6 +247,52 @@ std::string explainPlacement(const ir::Program &program, const opt::PlacementRea
   return out.str();
 }
 
+/// The layout a kernel is printed for: contiguous when every input has the shape the program computes over
+/// (at run time the layout also depends on the inputs' strides).
+codegen::Layout staticLayout(const ir::Node &node) {
+  ir::Shape shape;
+  for (const ir::Value *input : node.inputs())
+    shape = ir::broadcastShapes(shape, input->type().shape).value_or(shape);
+  for (const ir::Value *input : node.inputs())
+    if (input->type().shape != shape) return codegen::Layout::Strided;
+  return codegen::Layout::Contiguous;
+}
+
+/// --emit=llvm: the LLVM IR of every host kernel; --emit=ptx: the PTX of every device kernel, or of every
+/// kernel when nothing runs on a device. Each is headed by a comment naming its node and source line.
+std::string printKernels(const ir::Program &program, const Options &options) {
+  bool ptx = options.emit == "ptx";
+  std::vector<const ir::Node *> kernels;
+  bool anyDevice = false;
+  for (const ir::Node *node : program.graph.toposort())
+    if (node->op().kind() == ir::OpKind::Fused) {
+      kernels.push_back(node);
+      anyDevice = anyDevice || node->op().place() == ir::Place::Device;
+    }
+  std::ostringstream out;
+  const char *comment = ptx ? "//" : ";";
+  size_t index = 0;
+  for (const ir::Node *node : kernels) {
+    bool device = node->op().place() == ir::Place::Device;
+    if (ptx ? anyDevice && !device : device) continue;
+    codegen::Layout layout = staticLayout(*node);
+    const ir::ScalarGraph &body = *node->op().attrs().body;
+    out << comment << " kernel " << index++ << ": " << node->op().str() << " -> "
+        << node->output()->type().str() << ", "
+        << (layout == codegen::Layout::Contiguous ? "contiguous" : "strided") << ", at " << node->loc().str()
+        << "\n";
+    if (body.reduction) {
+      out << comment
+          << "   a reduction with a prologue: runs on the CPU kernels for now, no generated code\n\n";
+      continue;
+    }
+    codegen::KernelSpec spec{&body, layout};
+    out << (ptx ? codegen::emitPtx(spec, options.gpuArch) : codegen::emitHostLlvm(spec)) << "\n";
+  }
+  if (index == 0) out << comment << " no " << (ptx ? "device " : "host ") << "kernels\n";
+  return out.str();
+}
+
 int compile(const Options &options, frontend::DiagnosticEngine &diags) {
   std::string text;
   if (options.emit == "ast") {
@@ -251,9 +314,12 @@ int compile(const Options &options, frontend::DiagnosticEngine &diags) {
       return 0;
     }
     std::string profileJson = options.optProfile ? opt::profileJson(profile) : "";
-    text = options.emit == "json"  ? ir::printJson(*program, profileJson)
-           : options.emit == "dot" ? ir::printDot(*program)
-                                   : ir::printIr(*program);
+    if (options.emit == "llvm" || options.emit == "ptx")
+      text = printKernels(*program, options);
+    else
+      text = options.emit == "json"  ? ir::printJson(*program, profileJson)
+             : options.emit == "dot" ? ir::printDot(*program)
+                                     : ir::printIr(*program);
     if (options.optProfile && options.emit != "json") std::cerr << opt::formatProfile(profile);
   }
   if (options.outputFile.empty()) {

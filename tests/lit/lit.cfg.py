@@ -15,3 +15,14 @@ config.substitutions.append(("%examples", os.path.join(config.tgc_source_dir, "e
 config.environment["PATH"] = os.pathsep.join([config.llvm_tools_dir, config.environment.get("PATH", "")])
 # Module search must not depend on the machine's environment.
 config.environment.pop("TGC_PATH", None)
+# ptxas validates generated PTX where the CUDA toolkit is installed; elsewhere the check says it was skipped.
+ptxas = "/usr/local/cuda/bin/ptxas"
+if os.path.exists(ptxas):
+    config.substitutions.append(("%ptxas_check", ptxas + " -o /dev/null -arch"))
+else:
+    config.substitutions.append(("%ptxas_check", "echo ptxas not found, PTX not checked for"))
+# PTX with math functions links libdevice, which comes with the CUDA toolkit (or $TGC_LIBDEVICE).
+if os.path.exists(os.environ.get("TGC_LIBDEVICE", "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc")):
+    config.available_features.add("libdevice")
+if "TGC_LIBDEVICE" in os.environ:
+    config.environment["TGC_LIBDEVICE"] = os.environ["TGC_LIBDEVICE"]

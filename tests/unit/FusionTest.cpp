@@ -1,12 +1,14 @@
-// The fusion pass: fused nodes compute exactly what their clusters did (random graphs, run before and after),
-// clusters respect the kernel-argument limit, and a 10,000-node elementwise chain becomes one kernel that
-// runs. Kernel counts for scripts are pinned by the golden tests in tests/lit/fusion.
+// The fusion pass: fused nodes compute what their clusters did (random graphs, run before and after: the
+// fused ones through generated kernels, within the ulps libmvec and libm differ by), clusters respect the
+// kernel-argument limit, and a 10,000-node elementwise chain becomes one kernel that runs. Kernel counts for
+// scripts are pinned by the golden tests in tests/lit/fusion.
 #include "opt/Fusion.h"
 
 #include "ir/Graph.h"
 #include "ir/ScalarGraph.h"
 #include "runtime/Executor.h"
 
+#include <cmath>
 #include <cstring>
 #include <gtest/gtest.h>
 #include <random>
@@ -103,6 +105,19 @@ bool sameBits(const ir::TensorData &a, const ir::TensorData &b) {
   return a.shape == b.shape && a.bytes == b.bytes;
 }
 
+/// Equal but for the last bits of transcendental functions: the generated host kernels call libmvec's vector
+/// exp, tanh, ... where the CPU kernels call libm, a few ulp apart.
+bool closeEnough(const ir::TensorData &a, const ir::TensorData &b) {
+  if (a.shape != b.shape || a.dtype != b.dtype) return false;
+  for (int64_t i = 0; i < a.numElements(); ++i) {
+    double x = a.get(i), y = b.get(i);
+    if (std::isnan(x) && std::isnan(y)) continue;
+    if (x == y) continue;
+    if (std::abs(x - y) > 1e-5 * std::max(std::abs(x), std::abs(y)) + 1e-30) return false;
+  }
+  return true;
+}
+
 TEST(FusionTest, FusedGraphsComputeWhatTheirClustersDid) {
   size_t fusedOps = 0, kernels = 0;
   for (uint32_t seed = 1; seed <= 200; ++seed) {
@@ -118,7 +133,7 @@ TEST(FusionTest, FusedGraphsComputeWhatTheirClustersDid) {
     std::vector<ir::TensorData> expected = run(before, seed), actual = run(after, seed);
     ASSERT_EQ(expected.size(), actual.size());
     for (size_t i = 0; i < expected.size(); ++i)
-      EXPECT_TRUE(sameBits(expected[i], actual[i])) << "seed " << seed << ", output " << i;
+      EXPECT_TRUE(closeEnough(expected[i], actual[i])) << "seed " << seed << ", output " << i;
   }
   EXPECT_GT(fusedOps, kernels + 500) << "the random graphs should have many multi-op clusters";
 }
@@ -171,7 +186,7 @@ TEST(FusionTest, ATenThousandNodeChainIsOneKernelThatRuns) {
   EXPECT_EQ(kernel->op().kind(), OpKind::Fused);
   EXPECT_EQ(kernel->op().attrs().body->memberNames().size(), 10000u);
   EXPECT_EQ(kernel->inputs().size(), 1u) << "the constant is an immediate";
-  EXPECT_TRUE(sameBits(run(graph, 3)[0], run(reference, 3)[0]));
+  EXPECT_TRUE(closeEnough(run(graph, 3)[0], run(reference, 3)[0]));
 }
 
 TEST(FusionTest, SixtyFourBitIntegersBeyondDoublesStayInputs) {

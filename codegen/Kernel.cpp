@@ -1,0 +1,62 @@
+// The parts of the kernel API that need no LLVM: kernel names and error messages.
+#include "codegen/Kernel.h"
+
+#include <cstdio>
+#include <cstring>
+
+namespace tg::codegen {
+
+namespace {
+
+/// FNV-1a over the bytes the name depends on. Not ScalarGraph::hash: that one may change with the standard
+/// library, while a kernel name must be the same on every run and machine (it keys disk caches).
+class StableHash {
+public:
+  template <typename T>
+  void add(T value) {
+    unsigned char bytes[sizeof value];
+    std::memcpy(bytes, &value, sizeof value);
+    for (unsigned char byte : bytes)
+      state = (state ^ byte) * 0x100000001b3ULL;
+  }
+  uint64_t value() const { return state; }
+
+private:
+  uint64_t state = 0xcbf29ce484222325ULL;
+};
+
+} // namespace
+
+const char *kernelErrorMessage(int32_t code) {
+  switch (code) {
+  case kKernelOk:
+    return "no error";
+  case kNegativeIntegerPower:
+    return "integers to negative integer powers are not allowed";
+  default:
+    return "unknown kernel error";
+  }
+}
+
+std::string kernelName(const KernelSpec &spec) {
+  StableHash hash;
+  hash.add(static_cast<uint8_t>(spec.layout));
+  hash.add(static_cast<uint64_t>(spec.body->numInputs()));
+  for (ir::DType dtype : spec.body->inputDtypes)
+    hash.add(static_cast<uint8_t>(dtype));
+  for (const ir::ScalarInstr &instr : spec.body->body) {
+    hash.add(static_cast<uint16_t>(instr.kind));
+    hash.add(static_cast<uint8_t>(instr.dtype));
+    hash.add(static_cast<uint64_t>(instr.operands.size()));
+    for (uint32_t operand : instr.operands)
+      hash.add(operand);
+    hash.add(instr.immediate); // by bits: NaN and -0.0 are constants of their own
+  }
+  hash.add(
+      static_cast<uint16_t>(spec.body->reduction ? static_cast<uint16_t>(*spec.body->reduction) + 1 : 0));
+  char digits[17];
+  std::snprintf(digits, sizeof digits, "%016llx", static_cast<unsigned long long>(hash.value()));
+  return std::string("tgc_fused_") + digits;
+}
+
+} // namespace tg::codegen

@@ -1,0 +1,103 @@
+// The code generator for fused elementwise kernels: one ScalarGraph (ir/ScalarGraph.h) becomes one kernel
+// that runs the scalar program once per output element. The same generator targets the host (ORC LLJIT, a
+// loop over a range of elements) and NVPTX (PTX for a CUDA GPU, a grid-stride loop); the simulated device
+// runs the NVPTX kernel's index math compiled for the host. LLVM stays inside codegen's .cpp files: this
+// header has none.
+//
+// Semantics are those of the CPU kernels (runtime/ElementwiseKernels.cpp, NumPy's): integer arithmetic wraps,
+// `mod` takes the divisor's sign, integer `pow` of a negative exponent is an error (kNegativeIntegerPower),
+// maximum/minimum/clip propagate NaN, casts follow runtime::castScalar. Host and simulated-device kernels
+// call the same libm functions as the CPU kernels (or libmvec's vector variants, a few ulps apart); PTX
+// kernels call libdevice's, within its documented error bounds. All else is bitwise the CPU kernels' result.
+#pragma once
+
+#include "ir/ScalarGraph.h"
+
+#include <cstdint>
+#include <string>
+
+namespace tg::codegen {
+
+/// How a kernel reads its inputs, fixed when it is compiled (part of any cache key).
+enum class Layout : uint8_t {
+  /// Every input has the output's element count and is C-contiguous: element i of input k is inputs[k][i].
+  Contiguous,
+  /// General: output multi-index (i_0 .. i_{r-1}) reads input k at sum_j i_j * strides[k * rank + j]
+  /// (strides in elements, 0 along broadcast axes). Covers broadcasting and any views, and rank 0.
+  Strided,
+};
+
+/// Run-time arguments, the same for every host and simulated-device kernel (host ABI; the generated code
+/// reads the fields at these offsets: rank 0, shape 8, inputs 16, strides 24, output 32).
+struct KernelArgs {
+  int64_t rank;
+  const int64_t *shape;      // output shape (rank entries)
+  const void *const *inputs; // base pointer of each input, already at the view's first element
+  const int64_t *strides;    // numInputs * rank entries, input-major; read by Strided kernels only
+  void *output;              // C-contiguous, the output's shape
+};
+// Elements in memory: bool is one byte holding 0 or 1, i32/i64 are int32_t/int64_t, f32/f64 float/double.
+
+/// Host kernel: computes output elements [begin, end) (linear C-order indices) and returns kKernelOk, or the
+/// error code of the first element that fails (which other elements were written is then unspecified).
+/// Ranges of one kernel may run on several threads at once.
+using HostKernel = int32_t (*)(const KernelArgs *args, int64_t begin, int64_t end);
+
+/// Simulated-device kernel: the device kernel's code (the same index math as the PTX kernel below) compiled
+/// for the host, with the block index, block size and grid size (in blocks) as parameters, so that the CPU
+/// can run a simulated grid block by block. It runs threads t = 0 .. blockSize-1 of block `block` in turn;
+/// thread t handles elements block * blockSize + t, then + gridSize * blockSize, ... below `count` (the
+/// output's element count). Returns kKernelOk, or an error code when an element of this block failed (the
+/// others are written).
+using SimDeviceKernel = int32_t (*)(const KernelArgs *args, int64_t count, int64_t block, int64_t blockSize,
+                                    int64_t gridSize);
+
+// The PTX kernel (entry named kernelName(spec)) has the parameters
+//
+//   (i64 count, i64 rank, ptr shape, ptr inputs, ptr strides, ptr output, ptr errorFlag)
+//
+// all pointers to global (device) memory: shape has rank entries; inputs holds one device pointer per input;
+// strides is as in KernelArgs (unused by Contiguous kernels, which may be passed null for shape and strides);
+// errorFlag is one int32 that the host zeroes before the launch and reads afterwards: a failing element
+// stores its error code there (when several race, one nonzero code stays). Thread (blockIdx.x * blockDim.x +
+// threadIdx.x) handles elements from its global index in steps of gridDim.x * blockDim.x (a grid-stride
+// loop), so any 1-D launch covers any count.
+
+/// Error codes that kernels return (host, simulated device) or store in errorFlag (PTX).
+enum : int32_t {
+  kKernelOk = 0,
+  kNegativeIntegerPower = 1,
+};
+
+/// The message for an error code, in the CPU kernels' words (for ir::UserError).
+const char *kernelErrorMessage(int32_t code);
+
+struct KernelSpec {
+  const ir::ScalarGraph *body; // elementwise (no reduction); each instruction's dtype one the CPU accepts
+  Layout layout;
+};
+
+/// A deterministic name for the kernel: "tgc_fused_" and 16 hex digits of a hash of the body and the layout
+/// (the same on every run and machine, so it can key a disk cache and name the PTX entry).
+std::string kernelName(const KernelSpec &spec);
+
+/// The optimized LLVM IR of the host kernel, as text (for --emit=llvm).
+std::string emitHostLlvm(const KernelSpec &spec);
+
+/// The NVPTX module (the kernel with the libdevice functions it uses, optimized) as LLVM IR text.
+std::string emitDeviceLlvm(const KernelSpec &spec, const std::string &gpuArch = "sm_90");
+
+/// PTX text for `gpuArch` ("sm_80", "sm_90", ...), one .entry named kernelName(spec) (for --emit=ptx and
+/// cuModuleLoadData). Math functions come from libdevice (/usr/local/cuda/nvvm/libdevice/libdevice.10.bc, or
+/// the file named by $TGC_LIBDEVICE). Throws ir::UserError for an architecture LLVM does not know, or when
+/// the kernel needs libdevice and it cannot be read (emitDeviceLlvm too).
+std::string emitPtx(const KernelSpec &spec, const std::string &gpuArch = "sm_90");
+
+/// The host kernel, compiled by ORC LLJIT for this CPU and cached in memory by (body, layout): a second call
+/// with an equal body returns the same function. Thread-safe. The code lives as long as the process.
+HostKernel compileHostKernel(const KernelSpec &spec);
+
+/// The simulated-device kernel, compiled and cached like compileHostKernel.
+SimDeviceKernel compileSimDeviceKernel(const KernelSpec &spec);
+
+} // namespace tg::codegen

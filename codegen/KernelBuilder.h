@@ -1,0 +1,43 @@
+// KernelBuilder: the kernel functions around the scalar body (ScalarEmitter.h): loads, index arithmetic and
+// stores for each target, and the O3 pipeline that finishes a module. Internal to codegen.
+//
+//   host          i32 name(ptr args, i64 begin, i64 end)          a loop over [begin, end): Contiguous reads
+//                                                                  inputs[k][i]; Strided walks rows like the
+//                                                                  CPU's forEachRow (no division per element)
+//   simulated     i32 name(ptr args, i64 count, i64 block,        threads of one block in turn, each running
+//   the device            i64 blockSize, i64 gridSize)                 device's grid-stride loop NVPTX void
+//   name(i64 count, i64 rank, ptr shape, ptr inputs, ptr strides, ptr output, ptr errorFlag)
+//                                                                  the grid-stride loop for this thread
+//
+// The two device kernels share one grid-stride loop, which finds a Strided element's offsets by dividing its
+// linear index by the shape.
+#pragma once
+
+#include "codegen/Kernel.h"
+
+#include <string>
+
+namespace llvm {
+class Function;
+class Module;
+class TargetMachine;
+} // namespace llvm
+
+namespace tg::codegen {
+
+/// Adds the host kernel (Kernel.h's HostKernel) named `name` to `module`.
+llvm::Function *buildHostKernel(llvm::Module &module, const KernelSpec &spec, const std::string &name);
+
+/// Adds the simulated-device kernel (Kernel.h's SimDeviceKernel) named `name` to `module`, with host math.
+llvm::Function *buildSimDeviceKernel(llvm::Module &module, const KernelSpec &spec, const std::string &name);
+
+/// Adds the PTX kernel (parameters in Kernel.h) named `name` to `module`, calling libdevice's __nv_* math
+/// functions, which the caller links.
+llvm::Function *buildPtxKernel(llvm::Module &module, const KernelSpec &spec, const std::string &name);
+
+/// Runs LLVM's O3 pipeline for `machine` over `module` (verified first: a broken module is a compiler bug).
+/// With `useLibmvec`, loops over math functions may call glibc's vector variants (the process must be able to
+/// resolve them: libmvec.so.1 loaded).
+void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine, bool useLibmvec);
+
+} // namespace tg::codegen

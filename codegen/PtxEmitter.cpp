@@ -1,0 +1,134 @@
+// The device side of the code generator: the NVPTX module of a kernel (with the libdevice functions it calls)
+// and its PTX. libdevice's bytes are read once; each kernel links a lazily loaded copy with LinkOnlyNeeded
+// and internalizes it, which costs a few milliseconds where parsing the whole library would cost ~30 ms.
+#include "codegen/Kernel.h"
+#include "codegen/KernelBuilder.h"
+#include "ir/Assert.h"
+#include "ir/SourceLoc.h"
+
+#include <cstdlib>
+#include <llvm/ADT/SmallString.h>
+#include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Linker/Linker.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Transforms/IPO/Internalize.h>
+#include <memory>
+#include <mutex>
+
+namespace tg::codegen {
+
+namespace {
+
+const char *const kTriple = "nvptx64-nvidia-cuda";
+
+std::string libdevicePath() {
+  const char *path = std::getenv("TGC_LIBDEVICE");
+  return path && *path ? path : "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc";
+}
+
+/// libdevice's bytes, read on first use and kept for the process. Throws UserError when unreadable.
+const llvm::MemoryBuffer &libdeviceBytes() {
+  static std::mutex mutex;
+  static std::unique_ptr<llvm::MemoryBuffer> bytes;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (bytes) return *bytes;
+  std::string path = libdevicePath();
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file = llvm::MemoryBuffer::getFile(path);
+  if (!file)
+    throw ir::UserError("cannot read libdevice at " + path + " (" + file.getError().message() +
+                        "): install the CUDA toolkit or set TGC_LIBDEVICE");
+  bytes = std::move(*file);
+  return *bytes;
+}
+
+/// A target machine for `gpuArch`; throws UserError for an architecture LLVM does not know.
+std::unique_ptr<llvm::TargetMachine> createMachine(const std::string &gpuArch) {
+  static std::once_flag initialized;
+  std::call_once(initialized, [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+  });
+  std::string problem;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(kTriple, problem);
+  TG_ASSERT(target) << "LLVM has no NVPTX target: " << problem;
+  // Asked of the default processor: creating one for an unknown name would print a warning to stderr.
+  std::unique_ptr<llvm::MCSubtargetInfo> subtarget(target->createMCSubtargetInfo(kTriple, "", ""));
+  if (!subtarget || !subtarget->isCPUStringValid(gpuArch))
+    throw ir::UserError("unknown GPU architecture '" + gpuArch + "' (expected one like sm_80 or sm_90)");
+  // Default options: no FMA contraction (AllowFPOpFusion is Standard), IEEE division and square root, no
+  // flush to zero, so that device results match the CPU kernels'.
+  llvm::TargetOptions options;
+  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
+      kTriple, gpuArch, "", options, std::nullopt, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+}
+
+/// Links the libdevice functions that `module` calls (__nv_expf, ...) into it.
+void linkLibdevice(llvm::Module &module) {
+  bool needed = false;
+  for (const llvm::Function &function : module)
+    needed |= function.isDeclaration() && function.getName().starts_with("__nv_");
+  if (!needed) return;
+  llvm::Expected<std::unique_ptr<llvm::Module>> library =
+      llvm::getLazyBitcodeModule(libdeviceBytes().getMemBufferRef(), module.getContext());
+  if (!library)
+    throw ir::UserError("cannot load libdevice at " + libdevicePath() + ": " + toString(library.takeError()));
+  // libdevice says nvptx64-nvidia-gpulibs; the same layout under our triple keeps the linker from warning.
+  (*library)->setTargetTriple(module.getTargetTriple());
+  (*library)->setDataLayout(module.getDataLayout());
+  TG_ASSERT(!llvm::Linker::linkModules(module, std::move(*library), llvm::Linker::LinkOnlyNeeded))
+      << "cannot link libdevice into " << module.getName().str();
+}
+
+/// The optimized NVPTX module of `spec`: the kernel, the libdevice functions it uses (internal, mostly
+/// inlined), nvvm-reflect-ftz = 0 (libdevice keeps denormals, as the CPU does).
+std::unique_ptr<llvm::Module> buildDeviceModule(llvm::LLVMContext &context, const KernelSpec &spec,
+                                                llvm::TargetMachine &machine) {
+  TG_ASSERT(spec.body && !spec.body->body.empty()) << "a kernel needs a scalar body";
+  std::string name = kernelName(spec);
+  auto module = std::make_unique<llvm::Module>(name, context);
+  module->setTargetTriple(kTriple);
+  module->setDataLayout(machine.createDataLayout());
+  module->addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t{0});
+  buildPtxKernel(*module, spec, name);
+  linkLibdevice(*module);
+  llvm::internalizeModule(*module, [&](const llvm::GlobalValue &value) { return value.getName() == name; });
+  optimizeModule(*module, machine, /*useLibmvec=*/false);
+  return module;
+}
+
+} // namespace
+
+std::string emitDeviceLlvm(const KernelSpec &spec, const std::string &gpuArch) {
+  std::unique_ptr<llvm::TargetMachine> machine = createMachine(gpuArch);
+  llvm::LLVMContext context;
+  std::unique_ptr<llvm::Module> module = buildDeviceModule(context, spec, *machine);
+  std::string text;
+  llvm::raw_string_ostream stream(text);
+  module->print(stream, nullptr);
+  return text;
+}
+
+std::string emitPtx(const KernelSpec &spec, const std::string &gpuArch) {
+  std::unique_ptr<llvm::TargetMachine> machine = createMachine(gpuArch);
+  llvm::LLVMContext context;
+  std::unique_ptr<llvm::Module> module = buildDeviceModule(context, spec, *machine);
+  llvm::SmallString<0> ptx;
+  llvm::raw_svector_ostream stream(ptx);
+  llvm::legacy::PassManager passes;
+  TG_ASSERT(!machine->addPassesToEmitFile(passes, stream, nullptr, llvm::CodeGenFileType::AssemblyFile))
+      << "the NVPTX target cannot emit PTX";
+  passes.run(*module);
+  return ptx.str().str();
+}
+
+} // namespace tg::codegen

@@ -1,0 +1,37 @@
+// ScalarEmitter: a ScalarGraph's instructions as LLVM IR values, for one element. Shared by every target: the
+// host and device kernels (KernelBuilder.h) differ only in the loop around it and in how math functions are
+// called (MathTarget). Internal to codegen: only codegen's .cpp files include this header.
+#pragma once
+
+#include "ir/ScalarGraph.h"
+
+#include <llvm/ADT/ArrayRef.h>
+#include <llvm/IR/IRBuilder.h>
+
+namespace tg::codegen {
+
+/// How the emitted code calls math functions: the host calls libm (through LLVM intrinsics where they exist,
+/// so that libmvec can vectorize them); NVPTX calls libdevice's __nv_* functions.
+enum class MathTarget : uint8_t { Host, Nvptx };
+
+/// The type of a `dtype` value in registers: i1 for bool, i32, i64, float, double.
+llvm::Type *registerType(llvm::LLVMContext &context, ir::DType dtype);
+
+/// Element `index` of the array of `dtype` at `base` (bool: a byte, nonzero is true), as a register value.
+llvm::Value *loadElement(llvm::IRBuilder<> &builder, ir::DType dtype, llvm::Value *base, llvm::Value *index);
+/// Stores a register value as element `index` of the array of `dtype` at `base` (bool: the byte 0 or 1).
+void storeElement(llvm::IRBuilder<> &builder, ir::DType dtype, llvm::Value *base, llvm::Value *index,
+                  llvm::Value *value);
+
+struct ScalarResult {
+  llvm::Value *value;     // the last instruction's value, of registerType(graph.resultDtype())
+  llvm::Value *errorCode; // i32: kKernelOk or the first error; null when no instruction of the graph can fail
+};
+
+/// Emits the instructions of `graph` at the builder's insertion point, reading `inputs` (one register value
+/// per graph input). Integer pow adds a loop, so the builder may end in another block than it started in; the
+/// result is valid there. Every (op, dtype) must be one the CPU kernels accept (else a compiler bug).
+ScalarResult emitScalarBody(llvm::IRBuilder<> &builder, const ir::ScalarGraph &graph,
+                            llvm::ArrayRef<llvm::Value *> inputs, MathTarget target);
+
+} // namespace tg::codegen

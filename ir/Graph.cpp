@@ -74,12 +74,14 @@ Value *Graph::addConstant(TensorData data, std::string name) {
 }
 
 Node *Graph::addNode(Op op, std::vector<Value *> inputs, SourceLoc loc, Pin pin) {
-  std::vector<TensorType> inputTypes;
-  for (Value *input : inputs)
-    inputTypes.push_back(input->type());
+  // The types are copied into a vector kept by the graph: assigning reuses each shape's storage, so adding a
+  // node allocates nothing for them (graphs are built and rebuilt node by node, 100k at a time).
+  typeScratch_.resize(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    typeScratch_[i] = inputs[i]->type();
   TensorType type;
   try {
-    type = inferType(op, inputTypes);
+    type = inferType(op, typeScratch_);
   } catch (UserError &error) {
     if (!error.loc.known()) error.loc = loc;
     throw;
@@ -264,9 +266,13 @@ void Graph::removeDeadNodes() {
     }
   maybeDead_.clear();
   std::vector<Value *> inputsOfDead;
+  std::vector<uint8_t> listed(values_.size(), false);
   for (size_t next = 0; next < dead.size(); ++next) {
     for (Value *input : dead[next]->inputs()) {
-      inputsOfDead.push_back(input);
+      if (!listed[static_cast<size_t>(input->id_)]) {
+        listed[static_cast<size_t>(input->id_)] = true;
+        inputsOfDead.push_back(input);
+      }
       Node *producer = input->owner_;
       if (--readers(input) == 0 && producer && isAlive(producer)) {
         alive_[static_cast<size_t>(producer->id_)] = false;
@@ -277,8 +283,6 @@ void Graph::removeDeadNodes() {
   liveNodes_ -= dead.size();
   // One filtering pass per value: a value with many dead readers (a shared constant) costs its client count
   // once, not once per dead reader.
-  std::sort(inputsOfDead.begin(), inputsOfDead.end());
-  inputsOfDead.erase(std::unique(inputsOfDead.begin(), inputsOfDead.end()), inputsOfDead.end());
   for (Value *value : inputsOfDead) {
     auto &uses = value->clients_;
     uses.erase(std::remove_if(uses.begin(), uses.end(),

@@ -188,7 +188,8 @@ private:
   mutable std::vector<Node *> topoCache_;
   mutable bool topoValid_ = false;
   size_t liveNodes_ = 0;
-  std::vector<Node *> maybeDead_; // added or lost a reader since the last sweep
+  std::vector<Node *> maybeDead_;       // added or lost a reader since the last sweep
+  std::vector<TensorType> typeScratch_; // addNode's input types
   uint64_t version_ = 0;
   uint64_t sweptVersion_ = ~uint64_t(0);
 };

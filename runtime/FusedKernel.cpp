@@ -1,8 +1,10 @@
 // Fused nodes on the CPU runtime. A host fused node runs its generated kernel (codegen's host JIT), split
 // across threads; a device fused node on the simulated device runs the device kernel's code compiled for the
 // host, block by block over a simulated grid, so that the index math that goes into the PTX is what runs.
-// Reductions with a prologue still run their program with the CPU kernels (evaluateFusedByKernels), which is
-// also the reference the generated kernels are tested against.
+// A reduction with a prologue runs its program as a generated elementwise kernel, then the CPU reduction
+// kernel over the result (one round trip through memory more than a single generated reduction kernel would
+// make). evaluateFusedByKernels, the program run op by op by the CPU kernels, is the reference the generated
+// kernels are tested against.
 #include "codegen/Kernel.h"
 #include "ir/ScalarGraph.h"
 #include "ir/SourceLoc.h"
@@ -131,8 +133,13 @@ Tensor evaluateFusedByKernels(const ir::Op &fused, const std::vector<Tensor> &in
 
 Tensor fusedKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype) {
   const ir::ScalarGraph &body = *op.attrs().body;
-  if (body.reduction) return evaluateFusedByKernels(op, inputs, dtype);
-  return op.place() == ir::Place::Device ? runSimulatedDevice(body, inputs) : runHost(body, inputs);
+  auto run = [&](const ir::ScalarGraph &program) {
+    return op.place() == ir::Place::Device ? runSimulatedDevice(program, inputs) : runHost(program, inputs);
+  };
+  if (!body.reduction) return run(body);
+  ir::ScalarGraph prologue = body;
+  prologue.reduction.reset();
+  return reductionKernel(ir::Op(*body.reduction, op.attrs()), run(prologue), dtype);
 }
 
 } // namespace tg::runtime

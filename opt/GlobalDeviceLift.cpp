@@ -110,6 +110,7 @@ private:
   Value *moveToDevice(Node *node, const ir::Op &op, std::span<Value *const> inputs, size_t &moves) {
     Node *moved = graph_.addNode(op, deviceInputs(inputs, [this](Value *v) { return toDevice(v); }),
                                  node->loc(), node->pin());
+    moved->output()->setName(node->output()->name()); // the `let` name follows the value to its new node
     lifters_.created(node->op().kind());
     ++moves;
     return moved->output();
@@ -141,6 +142,7 @@ private:
     Node *host = node;
     if (!std::ranges::equal(inputs, node->inputs())) {
       host = graph_.addNode(node->op(), inputs, node->loc(), node->pin());
+      host->output()->setName(node->output()->name());
       retire(node, host->output());
     }
     explain(host, [&] {

@@ -1,16 +1,21 @@
 // The host side of the code generator: one ORC LLJIT for the process, the in-memory kernel caches, and the
 // host LLVM IR for --emit=llvm. Kernels are compiled for this CPU (its name and features), at O3, with
-// glibc's libmvec registered so that loops over exp, log, sin, ... vectorize.
+// glibc's libmvec registered so that loops over exp, log, sin, ... vectorize. Their object code goes to the
+// disk cache (KernelCache.h), which a later process links instead of building and compiling the module.
 #include "codegen/Kernel.h"
 #include "codegen/KernelBuilder.h"
+#include "codegen/KernelCache.h"
 #include "ir/Assert.h"
 
+#include <llvm/ExecutionEngine/ObjectCache.h>
+#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
@@ -49,6 +54,24 @@ struct CacheKeyHash {
   }
 };
 
+/// Writes the object code of each module the JIT compiles that has a disk-cache key to the disk cache. The
+/// JIT compiles on the thread that looks a kernel up, under HostCompiler's mutex, which guards `keys` too.
+class ObjectRecorder : public llvm::ObjectCache {
+public:
+  /// The keys of modules to record, by module name (the kernel's symbol).
+  std::unordered_map<std::string, KernelCacheKey> keys;
+
+  void notifyObjectCompiled(const llvm::Module *module, llvm::MemoryBufferRef object) override {
+    auto found = keys.find(module->getModuleIdentifier());
+    if (found == keys.end()) return;
+    writeKernelCacheEntry(found->second, std::string_view(object.getBufferStart(), object.getBufferSize()));
+    keys.erase(found);
+  }
+
+  /// The disk is asked before a module is built (HostCompiler::compile), so the compiler never needs to.
+  std::unique_ptr<llvm::MemoryBuffer> getObject(const llvm::Module *) override { return nullptr; }
+};
+
 /// The process's host compiler: the JIT, the target machine the optimizer tunes for, and the caches. One
 /// mutex serializes compiles and guards the caches (a cached lookup waits for a compile in progress).
 class HostCompiler {
@@ -74,7 +97,21 @@ public:
     CacheKey key{*spec.body, spec.layout, kind};
     if (auto found = cache.find(key); found != cache.end()) return found->second;
 
-    std::string name = uniqueName(kernelName(spec) + (kind == HostKind::SimDevice ? "_sim" : ""));
+    // An object from the disk defines kernelName's symbol: when another body in this process holds that name
+    // (a hash collision), this kernel is compiled under a new name and kept off the disk.
+    std::string stableName = kernelName(spec) + (kind == HostKind::SimDevice ? "_sim" : "");
+    std::optional<KernelCacheKey> diskKey;
+    if (!names.count(stableName)) {
+      diskKey = kernelCacheKey(
+          spec, kind == HostKind::Host ? CachedCode::HostObject : CachedCode::SimDeviceObject, target);
+      if (void *code = loadCachedObject(*diskKey, stableName)) {
+        cache.emplace(std::move(key), code);
+        return code;
+      }
+    }
+
+    std::string name = uniqueName(stableName);
+    if (diskKey && name == stableName) recorder.keys.emplace(name, *diskKey);
     auto context = std::make_unique<llvm::LLVMContext>();
     std::unique_ptr<llvm::Module> module = buildModule(*context, spec, kind, name);
     llvm::orc::ThreadSafeModule threadSafe(std::move(module), std::move(context));
@@ -88,6 +125,25 @@ public:
   }
 
 private:
+  /// The kernel `name` from the disk cache's entry `key`, linked into the JIT; null when the disk has no
+  /// usable entry. An object the JIT rejects is removed again, and its name left taken so that the compile
+  /// that follows picks another.
+  void *loadCachedObject(const KernelCacheKey &key, const std::string &name) {
+    std::optional<std::string> object = readKernelCacheEntry(key);
+    if (!object) return nullptr;
+    names.insert(name);
+    llvm::orc::ResourceTrackerSP tracker = jit->getMainJITDylib().createResourceTracker();
+    llvm::Error error = jit->addObjectFile(tracker, llvm::MemoryBuffer::getMemBufferCopy(*object, name));
+    if (!error) {
+      llvm::Expected<llvm::orc::ExecutorAddr> address = jit->lookup(name);
+      if (address) return address->toPtr<void *>();
+      error = address.takeError();
+    }
+    llvm::consumeError(std::move(error));
+    llvm::consumeError(tracker->remove());
+    return nullptr;
+  }
+
   HostCompiler() {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
@@ -98,7 +154,17 @@ private:
     cpuFeatures = machineBuilder.getFeatures().getString();
     triple = machineBuilder.getTargetTriple();
     machine = orAbort(machineBuilder.createTargetMachine(), "cannot create the host target machine");
-    jit = orAbort(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(machineBuilder)).create(),
+    jit = orAbort(llvm::orc::LLJITBuilder()
+                      .setJITTargetMachineBuilder(machineBuilder)
+                      .setCompileFunctionCreator(
+                          [this](llvm::orc::JITTargetMachineBuilder builder)
+                              -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
+                            auto compileMachine = builder.createTargetMachine();
+                            if (!compileMachine) return compileMachine.takeError();
+                            return std::make_unique<llvm::orc::TMOwningSimpleCompiler>(
+                                std::move(*compileMachine), &recorder);
+                          })
+                      .create(),
                   "cannot create the host JIT");
     char prefix = jit->getDataLayout().getGlobalPrefix();
     llvm::orc::JITDylib &library = jit->getMainJITDylib();
@@ -117,6 +183,7 @@ private:
         llvm::consumeError(vectorMath.takeError());
       }
     }
+    target = triple.str() + " " + cpuName + " " + cpuFeatures + (hasLibmvec ? " libmvec" : "");
   }
 
   std::unique_ptr<llvm::Module> buildModule(llvm::LLVMContext &context, const KernelSpec &spec, HostKind kind,
@@ -142,8 +209,10 @@ private:
 
   std::mutex mutex;
   std::string cpuName, cpuFeatures;
+  std::string target; // what the code depends on besides the kernel, for the disk cache's keys
   llvm::Triple triple;
   std::unique_ptr<llvm::TargetMachine> machine;
+  ObjectRecorder recorder; // before the JIT, whose compiler points to it
   std::unique_ptr<llvm::orc::LLJIT> jit;
   bool hasLibmvec = false;
   std::unordered_map<CacheKey, void *, CacheKeyHash> cache;

@@ -13,7 +13,9 @@
 
 #include "ir/ScalarGraph.h"
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace tg::codegen {
@@ -94,10 +96,37 @@ std::string emitDeviceLlvm(const KernelSpec &spec, const std::string &gpuArch = 
 std::string emitPtx(const KernelSpec &spec, const std::string &gpuArch = "sm_90");
 
 /// The host kernel, compiled by ORC LLJIT for this CPU and cached in memory by (body, layout): a second call
-/// with an equal body returns the same function. Thread-safe. The code lives as long as the process.
+/// with an equal body returns the same function. The object code is also kept in the disk cache (below),
+/// which answers before anything is built when an earlier process compiled the same kernel. Thread-safe. The
+/// code lives as long as the process.
 HostKernel compileHostKernel(const KernelSpec &spec);
 
 /// The simulated-device kernel, compiled and cached like compileHostKernel.
 SimDeviceKernel compileSimDeviceKernel(const KernelSpec &spec);
+
+// ---- The disk cache (codegen/KernelCache.h): host and simulated-device object code and PTX, per machine
+// ----
+
+/// $XDG_CACHE_HOME/tgc when that variable is an absolute path, else $HOME/.cache/tgc; nullopt when neither
+/// variable is set.
+std::optional<std::string> defaultKernelCacheDirectory();
+
+/// Puts the disk cache in `directory` (created on first use), or turns it off (nullopt), for the rest of the
+/// process. Until called, the cache uses defaultKernelCacheDirectory(). A directory that cannot be created or
+/// written turns the cache off silently: kernels are compiled as if it were off. Thread-safe.
+void setKernelCacheDirectory(std::optional<std::string> directory);
+
+struct KernelCacheStats {
+  size_t diskHits = 0;       // kernels (or PTX) read from the disk instead of compiled
+  size_t diskMisses = 0;     // lookups the disk did not answer, corrupt entries included
+  size_t diskWrites = 0;     // entries written
+  size_t corruptEntries = 0; // entries found truncated, damaged or of another key, and ignored
+};
+
+/// The disk cache's counters, since the process started.
+KernelCacheStats kernelCacheStats();
+
+/// Where the disk cache is, or why it is off, in a few words (for tgc run -v).
+std::string describeKernelCache();
 
 } // namespace tg::codegen

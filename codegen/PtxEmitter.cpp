@@ -1,8 +1,10 @@
 // The device side of the code generator: the NVPTX module of a kernel (with the libdevice functions it calls)
 // and its PTX. libdevice's bytes are read once; each kernel links a lazily loaded copy with LinkOnlyNeeded
 // and internalizes it, which costs a few milliseconds where parsing the whole library would cost ~30 ms.
+// PTX is kept in the disk cache (KernelCache.h).
 #include "codegen/Kernel.h"
 #include "codegen/KernelBuilder.h"
+#include "codegen/KernelCache.h"
 #include "ir/Assert.h"
 #include "ir/SourceLoc.h"
 
@@ -22,6 +24,7 @@
 #include <llvm/Transforms/IPO/Internalize.h>
 #include <memory>
 #include <mutex>
+#include <sys/stat.h>
 
 namespace tg::codegen {
 
@@ -47,6 +50,16 @@ const llvm::MemoryBuffer &libdeviceBytes() {
                         "): install the CUDA toolkit or set TGC_LIBDEVICE");
   bytes = std::move(*file);
   return *bytes;
+}
+
+/// libdevice as the PTX depends on it, for the disk cache's key: its path, size and modification time (read
+/// without reading the file, so that a disk hit costs no more than the entry).
+std::string libdeviceIdentity() {
+  std::string path = libdevicePath();
+  struct stat info;
+  if (stat(path.c_str(), &info) != 0) return "no libdevice";
+  return "libdevice " + path + " " + std::to_string(info.st_size) + " " +
+         std::to_string(info.st_mtim.tv_sec) + "." + std::to_string(info.st_mtim.tv_nsec);
 }
 
 /// A target machine for `gpuArch`; throws UserError for an architecture LLVM does not know.
@@ -119,6 +132,9 @@ std::string emitDeviceLlvm(const KernelSpec &spec, const std::string &gpuArch) {
 }
 
 std::string emitPtx(const KernelSpec &spec, const std::string &gpuArch) {
+  TG_ASSERT(spec.body && !spec.body->body.empty()) << "a kernel needs a scalar body";
+  KernelCacheKey key = kernelCacheKey(spec, CachedCode::Ptx, gpuArch + " " + libdeviceIdentity());
+  if (std::optional<std::string> cached = readKernelCacheEntry(key)) return *cached;
   std::unique_ptr<llvm::TargetMachine> machine = createMachine(gpuArch);
   llvm::LLVMContext context;
   std::unique_ptr<llvm::Module> module = buildDeviceModule(context, spec, *machine);
@@ -128,6 +144,7 @@ std::string emitPtx(const KernelSpec &spec, const std::string &gpuArch) {
   TG_ASSERT(!machine->addPassesToEmitFile(passes, stream, nullptr, llvm::CodeGenFileType::AssemblyFile))
       << "the NVPTX target cannot emit PTX";
   passes.run(*module);
+  writeKernelCacheEntry(key, std::string_view(ptx.data(), ptx.size()));
   return ptx.str().str();
 }
 

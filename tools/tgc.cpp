@@ -1,7 +1,9 @@
 // tgc: the command-line driver. Parses arguments, runs the front end, prints or runs the program.
 //
 //   tgc run FILE.tg [--device auto|cpu] [--in NAME=FILE.npy]... [--out NAME=FILE.npy]... [--steps N] [-v]
-//   tgc compile FILE.tg --emit=ast|ir|opt|json|dot|llvm|ptx [-o FILE] [--gpu-arch sm_XX] [optimizer options]
+//           [--no-cache]
+//   tgc compile FILE.tg --emit=ast|ir|opt|json|dot|llvm|ptx [-o FILE] [--gpu-arch sm_XX] [--no-cache]
+//           [optimizer options]
 //   optimizer options include --lift=global|local (the device placement strategy)
 //
 // Exit codes: 0 success, 1 a user error in the script or its inputs, 2 bad usage, 3 an internal error.
@@ -51,6 +53,8 @@ run options:
   --print-every K       also print the outputs after every K-th step, as "step N: name = value"
   --device DEVICE       auto, cpu, sim or cuda (default auto: cpu, as this build has no CUDA support yet);
                         sim is a simulated device: separate memory, counted transfers, kernels on the CPU
+  --no-cache            neither read nor write the kernel cache ($XDG_CACHE_HOME/tgc, else ~/.cache/tgc,
+                        where compiled kernels are kept for the next run)
   -v                    say what happens
 
 compile options:
@@ -64,6 +68,7 @@ compile options:
   --opt-profile                print each pass's time, node counts and rewrites (in the JSON with --emit=json)
   --explain-placement          print where each node runs and why (with --device=sim)
   --device DEVICE              as for run: with sim, the graph is placed on the device
+  --no-cache                   as for run (PTX is cached too)
 
 optimizer options (compile and run):
   --stop-after=PASS        run no pass after PASS
@@ -99,6 +104,7 @@ struct Options {
   bool optimize = true;
   bool optProfile = false;
   bool explainPlacement = false;
+  bool kernelCache = true;
   opt::OptimizerOptions optimizer;
 };
 
@@ -166,6 +172,8 @@ Options parseOptions(int argc, char **argv) {
       options.optProfile = true;
     } else if (arg == "--explain-placement" && forCompile) {
       options.explainPlacement = true;
+    } else if (arg == "--no-cache" && (forRun || forCompile)) {
+      options.kernelCache = false;
     } else if (arg == "--stop-after" || arg == "--print-after" || arg == "--opt-include" ||
                arg == "--opt-exclude") {
       std::string pass = value();
@@ -382,6 +390,10 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
     runtime::TransferStats transfers = session.transfers();
     std::cerr << "tgc: transfers: " << transfers.toDevice << " to the device, " << transfers.toHost
               << " to the host, " << transfers.bytes << " bytes\n";
+    codegen::KernelCacheStats cache = codegen::kernelCacheStats();
+    std::cerr << "tgc: kernel cache " << codegen::describeKernelCache() << ": " << cache.diskHits << " hits, "
+              << cache.diskMisses << " misses, " << cache.diskWrites << " writes, " << cache.corruptEntries
+              << " corrupt entries\n";
   }
   return 0;
 }
@@ -401,6 +413,7 @@ int main(int argc, char **argv) {
   frontend::DiagnosticEngine diags(std::cerr);
   try {
     Options options = parseOptions(argc, argv);
+    if (!options.kernelCache) codegen::setKernelCacheDirectory(std::nullopt);
     return options.command == "run" ? run(options, diags) : compile(options, diags);
   } catch (const UsageError &error) {
     std::cerr << "tgc: error: " << error.message << "\n"

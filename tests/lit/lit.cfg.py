@@ -15,6 +15,9 @@ config.substitutions.append(("%examples", os.path.join(config.tgc_source_dir, "e
 config.environment["PATH"] = os.pathsep.join([config.llvm_tools_dir, config.environment.get("PATH", "")])
 # Module search must not depend on the machine's environment.
 config.environment.pop("TGC_PATH", None)
+# Compiled kernels are cached under the build tree, never in the user's ~/.cache (tests that look at the cache
+# set their own XDG_CACHE_HOME).
+config.environment["XDG_CACHE_HOME"] = os.path.join(config.test_exec_root, "xdg-cache")
 # ptxas validates generated PTX where the CUDA toolkit is installed; elsewhere the check says it was skipped.
 ptxas = "/usr/local/cuda/bin/ptxas"
 if os.path.exists(ptxas):

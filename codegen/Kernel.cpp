@@ -38,6 +38,23 @@ const char *kernelErrorMessage(int32_t code) {
   }
 }
 
+ir::DType kernelOutputDtype(const ir::ScalarGraph &body) {
+  ir::DType input = body.resultDtype();
+  if (!body.reduction) return input;
+  switch (*body.reduction) {
+  case ir::OpKind::Sum:
+  case ir::OpKind::Prod:
+    return ir::isFloat(input) ? input : ir::DType::I64;
+  case ir::OpKind::Mean:
+    return ir::isFloat(input) ? input : ir::DType::F64;
+  case ir::OpKind::Any:
+  case ir::OpKind::All:
+    return ir::DType::Bool;
+  default:
+    return input;
+  }
+}
+
 std::string kernelName(const KernelSpec &spec) {
   StableHash hash;
   hash.add(static_cast<uint8_t>(spec.layout));

@@ -1,8 +1,9 @@
-// The code generator for fused elementwise kernels: one ScalarGraph (ir/ScalarGraph.h) becomes one kernel
-// that runs the scalar program once per output element. The same generator targets the host (ORC LLJIT, a
-// loop over a range of elements) and NVPTX (PTX for a CUDA GPU, a grid-stride loop); the simulated device
-// runs the NVPTX kernel's index math compiled for the host. LLVM stays inside codegen's .cpp files: this
-// header has none.
+// The code generator for fused kernels: one ScalarGraph (ir/ScalarGraph.h) becomes one kernel that runs the
+// scalar program once per output element, or, for a reduction with a prologue, once per element of the
+// iteration space, reducing into the outputs in the same kernel. The same generator targets the host (ORC
+// LLJIT, a loop over a range of elements) and NVPTX (PTX for a CUDA GPU, a grid-stride loop); the simulated
+// device runs the NVPTX kernel's index math compiled for the host. LLVM stays inside codegen's .cpp files:
+// this header has none.
 //
 // Semantics are those of the CPU kernels (runtime/ElementwiseKernels.cpp, NumPy's): integer arithmetic wraps,
 // `mod` takes the divisor's sign, integer `pow` of a negative exponent is an error (kNegativeIntegerPower),
@@ -30,17 +31,33 @@ enum class Layout : uint8_t {
 };
 
 /// Run-time arguments, the same for every host and simulated-device kernel (host ABI; the generated code
-/// reads the fields at these offsets: rank 0, shape 8, inputs 16, strides 24, output 32).
+/// reads the fields at these offsets: rank 0, shape 8, inputs 16, strides 24, output 32, reducedRank 40).
+///
+/// Reduction kernels (a body with `reduction` set) iterate over the inputs' broadcast shape with its axes
+/// reordered by the caller so that the kept axes come first and the reduced axes last:
+///
+///   shape   = [kept_0 .. kept_{k-1}, reduced_0 .. reduced_{m-1}]   rank = k + m, reducedRank = m
+///   strides = each input's strides in that same order (0 along broadcast axes)
+///   output  = C-contiguous over the kept axes: element o is the reduction of the iteration space's
+///             elements (unravel(o) over the kept axes, any index over the reduced axes)
+///
+/// Contiguous then means: every input is C-contiguous over the reordered space (element (o, r) of input k,
+/// r the linear index in the reduced sub-space, is inputs[k][o * reducedCount + r]), which is the case when
+/// the trailing axes of contiguous, unbroadcast inputs are reduced. keepdims does not change the output's
+/// memory (its size-1 axes hold no data). A reduced sub-space of zero elements gives the identity (sum 0,
+/// prod 1, mean NaN, any false, all true); max and min of one is the caller's error to report.
 struct KernelArgs {
   int64_t rank;
-  const int64_t *shape;      // output shape (rank entries)
+  const int64_t *shape;      // iteration shape (rank entries): the output's for elementwise kernels
   const void *const *inputs; // base pointer of each input, already at the view's first element
   const int64_t *strides;    // numInputs * rank entries, input-major; read by Strided kernels only
-  void *output;              // C-contiguous, the output's shape
+  void *output;              // C-contiguous, the output's shape (reductions: over the kept axes)
+  int64_t reducedRank = 0;   // reductions: how many trailing axes of `shape` are reduced; else unused
 };
 // Elements in memory: bool is one byte holding 0 or 1, i32/i64 are int32_t/int64_t, f32/f64 float/double.
 
-/// Host kernel: computes output elements [begin, end) (linear C-order indices) and returns kKernelOk, or the
+/// Host kernel: computes output elements [begin, end) (linear C-order indices; a reduction kernel reduces the
+/// sub-space of each) and returns kKernelOk, or the
 /// error code of the first element that fails (which other elements were written is then unspecified).
 /// Ranges of one kernel may run on several threads at once.
 using HostKernel = int32_t (*)(const KernelArgs *args, int64_t begin, int64_t end);
@@ -64,6 +81,12 @@ using SimDeviceKernel = int32_t (*)(const KernelArgs *args, int64_t count, int64
 // stores its error code there (when several race, one nonzero code stays). Thread (blockIdx.x * blockDim.x +
 // threadIdx.x) handles elements from its global index in steps of gridDim.x * blockDim.x (a grid-stride
 // loop), so any 1-D launch covers any count.
+//
+// A reduction kernel's PTX entry has one parameter more, last: (..., ptr errorFlag, i64 reducedRank), and
+// shape is always needed; count is the number of OUTPUT elements. Block b handles outputs b, b + gridDim.x,
+// ... below count; its threads stride over each output's reduced elements and combine their partials with
+// warp shuffles and 32 slots of shared memory, so blockDim.x must be a multiple of 32 (at most 1024); the
+// kernel allocates its shared memory statically.
 
 /// Error codes that kernels return (host, simulated device) or store in errorFlag (PTX).
 enum : int32_t {
@@ -75,9 +98,14 @@ enum : int32_t {
 const char *kernelErrorMessage(int32_t code);
 
 struct KernelSpec {
-  const ir::ScalarGraph *body; // elementwise (no reduction); each instruction's dtype one the CPU accepts
+  const ir::ScalarGraph *body; // each instruction's dtype one the CPU accepts; `reduction` set makes a
+                               // reduction kernel (its axes are run-time arguments: KernelArgs::reducedRank)
   Layout layout;
 };
+
+/// The dtype a kernel of `body` stores: the program's result, or for a reduction the CPU's result dtype
+/// (sum/prod: ints and bools give i64; mean: ints and bools give f64; any/all: bool; max/min: unchanged).
+ir::DType kernelOutputDtype(const ir::ScalarGraph &body);
 
 /// A deterministic name for the kernel: "tgc_fused_" and 16 hex digits of a hash of the body and the layout
 /// (the same on every run and machine, so it can key a disk cache and name the PTX entry).

@@ -11,6 +11,29 @@
 //
 // The two device kernels share one grid-stride loop, which finds a Strided element's offsets by dividing its
 // linear index by the shape.
+//
+// Reduction kernels (a body with `reduction` set; KernelArgs puts the reduced axes last) have the same
+// signatures, over OUTPUT elements. Host: for each output o in [begin, end), acc = identity, then the reduced
+// sub-space row by row (Contiguous: one flat loop over inputs[k][o * R + r]), acc = combine(acc, program),
+// then output[o] = finish(acc). The innermost loop is a plain reduction LLVM vectorizes (partial
+// accumulators; float sums and products are marked reassociable). Devices, one block per output:
+//
+//   block b: o = b, b + gridDim, ...         R = reduced elements of o
+//     thread t:  p_t = combine over r = t, t + blockDim, ... < R of program(o, r)
+//     warp w:    shuffle-down levels 16, 8, 4, 2, 1: lane l += lane l + offset     -> lane 0 holds warp w's
+//     shared[w] = lane 0's value; barrier                                          (blockDim % 32 == 0)
+//     warp 0:    v = shared[lane] (identity past the last warp); the same 5 levels -> lane 0 stores finish(v)
+//     barrier (shared[] is reused by the next output)
+//
+//   simulated device, threads run one after another:
+//     partials[t] = p_t                     for t = 0 .. blockDim-1
+//     for offset = 16, 8, 4, 2, 1:          for t in increasing order, where (t % 32) + offset < 32:
+//       partials[t] = combine(partials[t], partials[t + offset])   (partials[t + offset] is still this
+//                                                                     level's old value: a shuffle's read)
+//     partials[w] = partials[32 w] for each warp w, identity up to 32; the 5 levels again over
+//     partials[0..32)
+//
+// so both devices combine the same values in the same tree order.
 #pragma once
 
 #include "codegen/Kernel.h"

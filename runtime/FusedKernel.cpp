@@ -1,10 +1,9 @@
 // Fused nodes on the CPU runtime. A host fused node runs its generated kernel (codegen's host JIT), split
 // across threads; a device fused node on the simulated device runs the device kernel's code compiled for the
 // host, block by block over a simulated grid, so that the index math that goes into the PTX is what runs.
-// A reduction with a prologue runs its program as a generated elementwise kernel, then the CPU reduction
-// kernel over the result (one round trip through memory more than a single generated reduction kernel would
-// make). evaluateFusedByKernels, the program run op by op by the CPU kernels, is the reference the generated
-// kernels are tested against.
+// A reduction with a prologue runs as one generated reduction kernel: threads over ranges of outputs on the
+// host, one simulated block per output on the device (codegen/KernelBuilder.h). evaluateFusedByKernels, the
+// program run op by op by the CPU kernels, is the reference the generated kernels are tested against.
 #include "codegen/Kernel.h"
 #include "ir/ScalarGraph.h"
 #include "ir/SourceLoc.h"
@@ -50,31 +49,102 @@ struct Launch {
   }
 };
 
+/// A reduction node's operands bound for one call: the iteration space (the inputs' broadcast shape) with
+/// the kept axes first and the reduced axes last (Kernel.h's KernelArgs), and the output over the kept axes.
+struct ReductionLaunch {
+  Tensor output;
+  std::vector<int64_t> shape, strides;
+  std::vector<const void *> inputs;
+  codegen::Layout layout = codegen::Layout::Contiguous;
+  codegen::KernelArgs args{};
+  int64_t reducedCount = 1;
+
+  ReductionLaunch(const ir::Op &op, const std::vector<Tensor> &operands, ir::DType dtype) {
+    const ir::ScalarGraph &body = *op.attrs().body;
+    std::vector<int64_t> space;
+    for (const Tensor &input : operands)
+      space = broadcastShapes(space, input.shape());
+    std::vector<bool> reduced(space.size(), false);
+    for (int64_t axis : op.attrs().axes)
+      reduced[normalizeAxis(axis, space.size())] = true;
+    std::vector<size_t> order;
+    std::vector<int64_t> outShape;
+    for (size_t axis = 0; axis < space.size(); ++axis)
+      if (!reduced[axis]) {
+        order.push_back(axis);
+        outShape.push_back(space[axis]);
+      } else if (op.attrs().keepdims) {
+        outShape.push_back(1);
+      }
+    int64_t reducedRank = 0;
+    for (size_t axis = 0; axis < space.size(); ++axis)
+      if (reduced[axis]) {
+        order.push_back(axis);
+        reducedCount *= space[axis];
+        ++reducedRank;
+      }
+    if (reducedCount == 0 && (*body.reduction == ir::OpKind::Max || *body.reduction == ir::OpKind::Min))
+      throw ir::UserError(std::string("zero-size array to reduction operation ") +
+                          ir::opName(*body.reduction) + " which has no identity");
+    TG_ASSERT(dtype == codegen::kernelOutputDtype(body))
+        << "fused reduction: result dtype " << ir::dtypeName(dtype) << ", kernel's "
+        << ir::dtypeName(codegen::kernelOutputDtype(body));
+    output = Tensor::empty(dtype, outShape);
+    for (size_t axis : order)
+      shape.push_back(space[axis]);
+    // Contiguous when each input's strides, reordered, are the C strides of the reordered space.
+    std::vector<int64_t> contiguous(shape.size());
+    for (size_t j = shape.size(), step = 1; j-- > 0;) {
+      contiguous[j] = static_cast<int64_t>(step);
+      step *= static_cast<size_t>(shape[j]);
+    }
+    for (const Tensor &input : operands) {
+      inputs.push_back(input.rawData());
+      std::vector<int64_t> along = broadcastStrides(input, space);
+      for (size_t j = 0; j < order.size(); ++j) {
+        strides.push_back(along[order[j]]);
+        if (shape[j] != 1 && along[order[j]] != contiguous[j]) layout = codegen::Layout::Strided;
+      }
+    }
+    args = {static_cast<int64_t>(shape.size()),
+            shape.data(),
+            inputs.data(),
+            strides.data(),
+            output.rawData(),
+            reducedRank};
+  }
+};
+
 std::atomic<int> configuredThreads{0}; // 0: the machine's cores
 
 void check(int32_t code) {
   if (code != codegen::kKernelOk) throw ir::UserError(codegen::kernelErrorMessage(code));
 }
 
-Tensor runHost(const ir::ScalarGraph &body, const std::vector<Tensor> &operands) {
-  Launch launch(body, operands);
-  codegen::HostKernel kernel = codegen::compileHostKernel({&body, launch.layout});
-  int64_t count = launch.output.numElements();
-  int64_t threads = std::clamp<int64_t>(count / kElementsPerThread, 1, hostThreads());
+/// Runs a host kernel over outputs [0, count), split into `threads` equal ranges.
+void runOnThreads(codegen::HostKernel kernel, const codegen::KernelArgs &args, int64_t count,
+                  int64_t threads) {
   if (threads <= 1) {
-    check(kernel(&launch.args, 0, count));
-    return launch.output;
+    check(kernel(&args, 0, count));
+    return;
   }
   std::vector<std::thread> workers;
   std::vector<int32_t> codes(static_cast<size_t>(threads), codegen::kKernelOk);
   for (int64_t t = 0; t < threads; ++t)
     workers.emplace_back([&, t] {
-      codes[static_cast<size_t>(t)] = kernel(&launch.args, count * t / threads, count * (t + 1) / threads);
+      codes[static_cast<size_t>(t)] = kernel(&args, count * t / threads, count * (t + 1) / threads);
     });
   for (std::thread &worker : workers)
     worker.join();
   for (int32_t code : codes)
     check(code);
+}
+
+Tensor runHost(const ir::ScalarGraph &body, const std::vector<Tensor> &operands) {
+  Launch launch(body, operands);
+  codegen::HostKernel kernel = codegen::compileHostKernel({&body, launch.layout});
+  int64_t count = launch.output.numElements();
+  runOnThreads(kernel, launch.args, count, std::clamp<int64_t>(count / kElementsPerThread, 1, hostThreads()));
   return launch.output;
 }
 
@@ -85,6 +155,31 @@ Tensor runSimulatedDevice(const ir::ScalarGraph &body, const std::vector<Tensor>
   int64_t blocks = std::clamp<int64_t>((count + kSimBlockSize - 1) / kSimBlockSize, 1, kSimMaxBlocks);
   for (int64_t block = 0; block < blocks; ++block)
     check(kernel(&launch.args, count, block, kSimBlockSize, blocks));
+  return launch.output;
+}
+
+Tensor runHostReduction(const ir::Op &op, const std::vector<Tensor> &operands, ir::DType dtype) {
+  ReductionLaunch launch(op, operands, dtype);
+  codegen::HostKernel kernel = codegen::compileHostKernel({op.attrs().body.get(), launch.layout});
+  int64_t count = launch.output.numElements();
+  if (count == 0) return launch.output;
+  int64_t work = count * std::max<int64_t>(launch.reducedCount, 1);
+  runOnThreads(kernel, launch.args, count,
+               std::clamp<int64_t>(std::min(work / kElementsPerThread, count), 1, hostThreads()));
+  return launch.output;
+}
+
+/// One simulated block per output (up to kSimMaxBlocks, grid-striding beyond), as many threads as the reduced
+/// elements need, in whole warps, up to kSimBlockSize: what the CUDA launch will pick.
+Tensor runSimulatedDeviceReduction(const ir::Op &op, const std::vector<Tensor> &operands, ir::DType dtype) {
+  ReductionLaunch launch(op, operands, dtype);
+  codegen::SimDeviceKernel kernel = codegen::compileSimDeviceKernel({op.attrs().body.get(), launch.layout});
+  int64_t count = launch.output.numElements();
+  if (count == 0) return launch.output;
+  int64_t blocks = std::min(count, kSimMaxBlocks);
+  int64_t blockSize = std::clamp<int64_t>((launch.reducedCount + 31) / 32 * 32, 32, kSimBlockSize);
+  for (int64_t block = 0; block < blocks; ++block)
+    check(kernel(&launch.args, count, block, blockSize, blocks));
   return launch.output;
 }
 
@@ -133,13 +228,10 @@ Tensor evaluateFusedByKernels(const ir::Op &fused, const std::vector<Tensor> &in
 
 Tensor fusedKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype) {
   const ir::ScalarGraph &body = *op.attrs().body;
-  auto run = [&](const ir::ScalarGraph &program) {
-    return op.place() == ir::Place::Device ? runSimulatedDevice(program, inputs) : runHost(program, inputs);
-  };
-  if (!body.reduction) return run(body);
-  ir::ScalarGraph prologue = body;
-  prologue.reduction.reset();
-  return reductionKernel(ir::Op(*body.reduction, op.attrs()), run(prologue), dtype);
+  bool device = op.place() == ir::Place::Device;
+  if (body.reduction)
+    return device ? runSimulatedDeviceReduction(op, inputs, dtype) : runHostReduction(op, inputs, dtype);
+  return device ? runSimulatedDevice(body, inputs) : runHost(body, inputs);
 }
 
 } // namespace tg::runtime

@@ -289,11 +289,6 @@ std::string printKernels(const ir::Program &program, const Options &options) {
         << node->output()->type().str() << ", "
         << (layout == codegen::Layout::Contiguous ? "contiguous" : "strided") << ", at " << node->loc().str()
         << "\n";
-    if (body.reduction) {
-      out << comment
-          << "   a reduction with a prologue: runs on the CPU kernels for now, no generated code\n\n";
-      continue;
-    }
     codegen::KernelSpec spec{&body, layout};
     out << (ptx ? codegen::emitPtx(spec, options.gpuArch) : codegen::emitHostLlvm(spec)) << "\n";
   }

@@ -92,7 +92,9 @@ public:
   }
 
   void *compile(const KernelSpec &spec, HostKind kind) {
-    TG_ASSERT(spec.body && !spec.body->body.empty()) << "a kernel needs a scalar body";
+    TG_ASSERT(spec.body &&
+              (!spec.body->body.empty() || (spec.body->reduction && spec.body->numInputs() == 1)))
+        << "a kernel needs a scalar body (or a reduction of one input)";
     std::lock_guard<std::mutex> lock(mutex);
     CacheKey key{*spec.body, spec.layout, kind};
     if (auto found = cache.find(key); found != cache.end()) return found->second;

@@ -106,7 +106,8 @@ void linkLibdevice(llvm::Module &module) {
 /// inlined), nvvm-reflect-ftz = 0 (libdevice keeps denormals, as the CPU does).
 std::unique_ptr<llvm::Module> buildDeviceModule(llvm::LLVMContext &context, const KernelSpec &spec,
                                                 llvm::TargetMachine &machine) {
-  TG_ASSERT(spec.body && !spec.body->body.empty()) << "a kernel needs a scalar body";
+  TG_ASSERT(spec.body && (!spec.body->body.empty() || (spec.body->reduction && spec.body->numInputs() == 1)))
+      << "a kernel needs a scalar body (or a reduction of one input)";
   std::string name = kernelName(spec);
   auto module = std::make_unique<llvm::Module>(name, context);
   module->setTargetTriple(kTriple);
@@ -132,7 +133,8 @@ std::string emitDeviceLlvm(const KernelSpec &spec, const std::string &gpuArch) {
 }
 
 std::string emitPtx(const KernelSpec &spec, const std::string &gpuArch) {
-  TG_ASSERT(spec.body && !spec.body->body.empty()) << "a kernel needs a scalar body";
+  TG_ASSERT(spec.body && (!spec.body->body.empty() || (spec.body->reduction && spec.body->numInputs() == 1)))
+      << "a kernel needs a scalar body (or a reduction of one input)";
   KernelCacheKey key = kernelCacheKey(spec, CachedCode::Ptx, gpuArch + " " + libdeviceIdentity());
   if (std::optional<std::string> cached = readKernelCacheEntry(key)) return *cached;
   std::unique_ptr<llvm::TargetMachine> machine = createMachine(gpuArch);

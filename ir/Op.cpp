@@ -349,6 +349,10 @@ std::string Op::attrString() const {
   switch (kind_) {
   case OpKind::Fused:
     parts = a.body->memberNames();
+    if (a.body->reduction) { // what the reduction keeps, as a reduction node shows it
+      parts.push_back("axes=" + listString(a.axes));
+      if (a.keepdims) parts.push_back("keepdims");
+    }
     break;
   case OpKind::Cast:
     parts.push_back(std::string("to=") + dtypeName(a.dtype));

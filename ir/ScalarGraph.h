@@ -43,7 +43,7 @@ struct ScalarGraph {
   size_t numInputs() const { return inputDtypes.size(); }
   size_t numValues() const { return inputDtypes.size() + body.size(); }
   DType dtypeOf(uint32_t value) const;
-  DType resultDtype() const { return body.back().dtype; }
+  DType resultDtype() const { return body.empty() ? inputDtypes.at(0) : body.back().dtype; }
   bool operator==(const ScalarGraph &other) const;
   size_t hash() const;
   /// The op names of the body in order, then the reduction's, as the JSON's "members": {"mul", "add",

@@ -54,7 +54,11 @@ public:
     if (reduction_) {
       markExternal(root->input(0));
       absorbIfFits(root->input(0));
-      if (members_.empty()) return 0;
+      if (members_.empty()) {
+        // No prologue: a fused reduction of the input as it is, so that it runs as a generated kernel too.
+        build(root);
+        return 1;
+      }
     } else {
       members_.push_back(root);
       for (Value *input : root->inputs())
@@ -188,6 +192,10 @@ private:
       instrs.push_back(std::move(instr));
       number(member->output(), kInstructionBit | static_cast<uint32_t>(instrs.size() - 1));
     }
+    if (members_.empty()) { // a reduction without prologue reads its input as it is
+      inputs.push_back(root->input(0));
+      body->inputDtypes.push_back(root->input(0)->type().dtype);
+    }
     uint32_t numInputs = static_cast<uint32_t>(inputs.size());
     for (ir::ScalarInstr &instr : instrs)
       for (uint32_t &operand : instr.operands)
@@ -242,7 +250,7 @@ void fuseElementwise(ir::Graph &graph, PassProfile &profile) {
   profile.details["kernels"] = static_cast<double>(kernels + reductions);
   profile.details["fused ops"] = static_cast<double>(ops + reducedOps);
   if (kernels) profile.rewrites["fuse elementwise cluster"] = kernels;
-  if (reductions) profile.rewrites["fuse reduction prologue"] = reductions;
+  if (reductions) profile.rewrites["fuse reduction"] = reductions;
 }
 
 } // namespace tg::opt

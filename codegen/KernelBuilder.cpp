@@ -924,9 +924,9 @@ llvm::Function *buildPtxKernel(llvm::Module &module, const KernelSpec &spec, con
 
 namespace {
 
-/// libmvec's vector variants that LLVM 19's table lacks (glibc 2.35 added them), for the math functions of
-/// tgc's ops: SSE ("b", 128-bit) and AVX2 ("d", 256-bit). Only those the installed libmvec exports, so that a
-/// kernel never calls a symbol the JIT cannot find.
+/// libmvec's vector variants that LLVM 19's table lacks, for the math functions of tgc's ops: SSE ("b",
+/// 128-bit) and AVX2 ("d", 256-bit) of those glibc 2.35 added, and AVX-512 ("e") of all. Only those the
+/// installed libmvec exports, so that a kernel never calls a symbol the JIT cannot find.
 const std::vector<llvm::VecDesc> &moreLibmvecFunctions() {
   static const std::vector<llvm::VecDesc> available = [] {
     std::vector<llvm::VecDesc> found;
@@ -947,6 +947,41 @@ const std::vector<llvm::VecDesc> &moreLibmvecFunctions() {
         {"erff", "_ZGVbN4v_erff", 4, "_ZGV_LLVM_N4v"},     {"erff", "_ZGVdN8v_erff", 8, "_ZGV_LLVM_N8v"},
         {"erf", "_ZGVbN2v_erf", 2, "_ZGV_LLVM_N2v"},       {"erf", "_ZGVdN4v_erf", 4, "_ZGV_LLVM_N4v"},
     };
+    // AVX-512 ("e", 512-bit) variants of these and of LLVM's own list, for CPUs that prefer 512-bit vectors.
+    static const Variant wide[] = {
+        {"tanhf", "_ZGVeN16v_tanhf", 16, "_ZGV_LLVM_N16v"},
+        {"tanh", "_ZGVeN8v_tanh", 8, "_ZGV_LLVM_N8v"},
+        {"log1pf", "_ZGVeN16v_log1pf", 16, "_ZGV_LLVM_N16v"},
+        {"log1p", "_ZGVeN8v_log1p", 8, "_ZGV_LLVM_N8v"},
+        {"expm1f", "_ZGVeN16v_expm1f", 16, "_ZGV_LLVM_N16v"},
+        {"expm1", "_ZGVeN8v_expm1", 8, "_ZGV_LLVM_N8v"},
+        {"erff", "_ZGVeN16v_erff", 16, "_ZGV_LLVM_N16v"},
+        {"erf", "_ZGVeN8v_erf", 8, "_ZGV_LLVM_N8v"},
+        {"expf", "_ZGVeN16v_expf", 16, "_ZGV_LLVM_N16v"},
+        {"exp", "_ZGVeN8v_exp", 8, "_ZGV_LLVM_N8v"},
+        {"llvm.exp.f32", "_ZGVeN16v_expf", 16, "_ZGV_LLVM_N16v"},
+        {"llvm.exp.f64", "_ZGVeN8v_exp", 8, "_ZGV_LLVM_N8v"},
+        {"logf", "_ZGVeN16v_logf", 16, "_ZGV_LLVM_N16v"},
+        {"log", "_ZGVeN8v_log", 8, "_ZGV_LLVM_N8v"},
+        {"llvm.log.f32", "_ZGVeN16v_logf", 16, "_ZGV_LLVM_N16v"},
+        {"llvm.log.f64", "_ZGVeN8v_log", 8, "_ZGV_LLVM_N8v"},
+        {"sinf", "_ZGVeN16v_sinf", 16, "_ZGV_LLVM_N16v"},
+        {"sin", "_ZGVeN8v_sin", 8, "_ZGV_LLVM_N8v"},
+        {"llvm.sin.f32", "_ZGVeN16v_sinf", 16, "_ZGV_LLVM_N16v"},
+        {"llvm.sin.f64", "_ZGVeN8v_sin", 8, "_ZGV_LLVM_N8v"},
+        {"cosf", "_ZGVeN16v_cosf", 16, "_ZGV_LLVM_N16v"},
+        {"cos", "_ZGVeN8v_cos", 8, "_ZGV_LLVM_N8v"},
+        {"llvm.cos.f32", "_ZGVeN16v_cosf", 16, "_ZGV_LLVM_N16v"},
+        {"llvm.cos.f64", "_ZGVeN8v_cos", 8, "_ZGV_LLVM_N8v"},
+        {"powf", "_ZGVeN16vv_powf", 16, "_ZGV_LLVM_N16vv"},
+        {"pow", "_ZGVeN8vv_pow", 8, "_ZGV_LLVM_N8vv"},
+        {"llvm.pow.f32", "_ZGVeN16vv_powf", 16, "_ZGV_LLVM_N16vv"},
+        {"llvm.pow.f64", "_ZGVeN8vv_pow", 8, "_ZGV_LLVM_N8vv"},
+    };
+    for (const Variant &variant : wide)
+      if (dlsym(library, variant.vector))
+        found.emplace_back(variant.scalar, variant.vector, llvm::ElementCount::getFixed(variant.lanes), false,
+                           variant.abi);
     for (const Variant &variant : variants)
       if (dlsym(library, variant.vector))
         found.emplace_back(variant.scalar, variant.vector, llvm::ElementCount::getFixed(variant.lanes), false,

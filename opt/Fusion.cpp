@@ -34,14 +34,14 @@ bool isImmediate(const Value *value) {
 /// instruction) or a reduction (the program computes the value it reduces: its prologue).
 class ClusterBuilder {
 public:
-  ClusterBuilder(ir::Graph &graph)
+  explicit ClusterBuilder(ir::Graph &graph)
       : graph_(graph), clusterOf_(graph.nodeIdBound(), -1), valueStamp_(graph.valueIdBound(), -1),
         valueSlot_(graph.valueIdBound(), 0) {}
 
   bool clustered(const Node *node) const { return clusterOfNode(node) >= 0; }
 
   /// Grows the cluster rooted at `root`, then replaces the root by one fused node. Returns the number of ops
-  /// fused (0 when a reduction found no prologue and stays as it is).
+  /// fused, the reduction included.
   size_t fuse(Node *root) {
     cluster_ = nextCluster_++;
     clusterOf_[static_cast<size_t>(root->id())] = cluster_;

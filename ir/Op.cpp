@@ -93,10 +93,11 @@ int64_t normalizeAxis(int64_t axis, size_t rank, const char *what) {
   return axis < 0 ? axis + r : axis;
 }
 
-TensorType reductionType(const Op &op, const TensorType &input) {
-  const OpAttrs &attrs = op.attrs();
+/// The type of a reduction of `kind` with `attrs` (axes, keepdims) over `input`. Takes the kind and
+/// attributes apart, so that a fused reduction is typed without making an Op.
+TensorType reductionType(OpKind kind, const OpAttrs &attrs, const TensorType &input) {
   Shape shape;
-  if ((op.kind() == OpKind::Argmax || op.kind() == OpKind::Argmin) && attrs.axes.empty()) {
+  if ((kind == OpKind::Argmax || kind == OpKind::Argmin) && attrs.axes.empty()) {
     if (attrs.keepdims) shape.assign(input.rank(), Dim::of(1));
   } else {
     for (size_t i = 0; i < input.rank(); ++i) {
@@ -109,7 +110,7 @@ TensorType reductionType(const Op &op, const TensorType &input) {
     }
   }
   DType dtype = input.dtype;
-  switch (op.kind()) {
+  switch (kind) {
   case OpKind::Sum:
   case OpKind::Prod:
     dtype = isFloat(input.dtype) ? input.dtype : DType::I64;
@@ -447,7 +448,7 @@ TensorType inferHostType(const Op &op, const std::vector<TensorType> &inputs) {
   case FusionKind::Elementwise:
     return elementwiseType(op, inputs);
   case FusionKind::Reduce:
-    return reductionType(op, inputs[0]);
+    return reductionType(op.kind(), op.attrs(), inputs[0]);
   case FusionKind::Creation:
     if (op.kind() == OpKind::ZerosLike || op.kind() == OpKind::OnesLike)
       return {inputs[0].dtype, inputs[0].shape, inputs[0].place};
@@ -516,7 +517,7 @@ TensorType inferHostType(const Op &op, const std::vector<TensorType> &inputs) {
     }
     TensorType value{attrs.body->resultDtype(), shape, input.place};
     if (!attrs.body->reduction) return value;
-    return reductionType(Op(*attrs.body->reduction, attrs), value);
+    return reductionType(*attrs.body->reduction, attrs, value);
   }
   case OpKind::Cumsum: {
     DType dtype = isFloat(input.dtype) ? input.dtype : DType::I64;

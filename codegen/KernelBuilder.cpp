@@ -118,6 +118,38 @@ public:
 
   BasicBlock *block(const char *name) { return BasicBlock::Create(builder.getContext(), name, &function); }
 
+  /// The innermost axis, where the strided loops walk rows: when `present`, its size, each input's stride
+  /// along it and its index; otherwise size 1, strides 0 and index `rank`. Continues in a new block `next`.
+  struct InnerAxis {
+    Value *size;
+    std::vector<Value *> strides;
+    Value *index;
+  };
+  InnerAxis innerAxis(const KernelOperands &operands, Value *present, const char *next) {
+    llvm::Type *i64 = builder.getInt64Ty();
+    BasicBlock *before = builder.GetInsertBlock(), *lastAxis = block("last.axis"), *after = block(next);
+    builder.CreateCondBr(present, lastAxis, after);
+    builder.SetInsertPoint(lastAxis);
+    Value *last = builder.CreateSub(operands.rank, builder.getInt64(1));
+    Value *lastSize = loadInt64(operands.shape, last);
+    std::vector<Value *> lastStrides;
+    for (size_t k = 0; k < operands.inputs.size(); ++k)
+      lastStrides.push_back(inputStride(operands, k, last));
+    builder.CreateBr(after);
+    builder.SetInsertPoint(after);
+    auto phi = [&](Value *absent, Value *value, const char *name) {
+      llvm::PHINode *node = builder.CreatePHI(i64, 2, name);
+      node->addIncoming(absent, before);
+      node->addIncoming(value, lastAxis);
+      return node;
+    };
+    InnerAxis axis{
+        phi(builder.getInt64(1), lastSize, "inner.size"), {}, phi(operands.rank, last, "inner.axis")};
+    for (Value *stride : lastStrides)
+      axis.strides.push_back(phi(builder.getInt64(0), stride, "inner.stride"));
+    return axis;
+  }
+
 protected:
   Value *load(llvm::AllocaInst *variable) {
     return builder.CreateLoad(variable->getAllocatedType(), variable);
@@ -193,26 +225,10 @@ protected:
 
     // The innermost axis, if any.
     builder.SetInsertPoint(setup);
-    BasicBlock *lastAxis = block("last.axis"), *unravel = block("unravel");
-    builder.CreateCondBr(builder.CreateICmpSGT(operands.rank, builder.getInt64(0)), lastAxis, unravel);
-    builder.SetInsertPoint(lastAxis);
-    Value *last = builder.CreateSub(operands.rank, builder.getInt64(1));
-    Value *lastSize = loadInt64(operands.shape, last);
-    std::vector<Value *> lastStrides;
-    for (size_t k = 0; k < numInputs; ++k)
-      lastStrides.push_back(inputStride(operands, k, last));
-    builder.CreateBr(unravel);
-    builder.SetInsertPoint(unravel);
-    llvm::PHINode *innerSize = builder.CreatePHI(i64, 2, "inner.size");
-    innerSize->addIncoming(builder.getInt64(1), setup);
-    innerSize->addIncoming(lastSize, lastAxis);
-    std::vector<Value *> innerStrides;
-    for (size_t k = 0; k < numInputs; ++k) {
-      llvm::PHINode *stride = builder.CreatePHI(i64, 2, "inner.stride");
-      stride->addIncoming(builder.getInt64(0), setup);
-      stride->addIncoming(lastStrides[k], lastAxis);
-      innerStrides.push_back(stride);
-    }
+    InnerAxis innermost =
+        innerAxis(operands, builder.CreateICmpSGT(operands.rank, builder.getInt64(0)), "unravel");
+    Value *innerSize = innermost.size;
+    const std::vector<Value *> &innerStrides = innermost.strides;
 
     // index[j] and rowBase[k] for begin, from the last axis to the first.
     Value *index = builder.CreateAlloca(i64, operands.rank, "index");
@@ -501,32 +517,11 @@ public:
       b.CreateRet(b.getInt32(kKernelOk));
       return;
     }
-    // The innermost reduced axis (size 1, strides 0 when no axis is reduced).
+    // The innermost reduced axis (size 1, strides 0 when no axis is reduced); rows are the axes before it.
     size_t numInputs = operands.inputs.size();
-    BasicBlock *lastAxis = block("last.axis"), *rows = block("rows");
-    BasicBlock *before = b.GetInsertBlock();
-    b.CreateCondBr(b.CreateICmpSGT(operands.reducedRank, b.getInt64(0)), lastAxis, rows);
-    b.SetInsertPoint(lastAxis);
-    Value *last = b.CreateSub(operands.rank, b.getInt64(1));
-    Value *lastSize = loadInt64(operands.shape, last);
-    std::vector<Value *> lastStrides;
-    for (size_t k = 0; k < numInputs; ++k)
-      lastStrides.push_back(inputStride(operands, k, last));
-    b.CreateBr(rows);
-    b.SetInsertPoint(rows);
-    llvm::PHINode *innerSize = b.CreatePHI(b.getInt64Ty(), 2, "inner.size");
-    innerSize->addIncoming(b.getInt64(1), before);
-    innerSize->addIncoming(lastSize, lastAxis);
-    llvm::PHINode *rowAxesEnd = b.CreatePHI(b.getInt64Ty(), 2, "row.axes.end");
-    rowAxesEnd->addIncoming(operands.rank, before);
-    rowAxesEnd->addIncoming(last, lastAxis);
-    std::vector<Value *> innerStrides;
-    for (size_t k = 0; k < numInputs; ++k) {
-      llvm::PHINode *stride = b.CreatePHI(b.getInt64Ty(), 2, "inner.stride");
-      stride->addIncoming(b.getInt64(0), before);
-      stride->addIncoming(lastStrides[k], lastAxis);
-      innerStrides.push_back(stride);
-    }
+    InnerAxis inner = innerAxis(operands, b.CreateICmpSGT(operands.reducedRank, b.getInt64(0)), "rows");
+    Value *innerSize = inner.size, *rowAxesEnd = inner.index;
+    const std::vector<Value *> &innerStrides = inner.strides;
     Value *rowCount = b.CreateSelect(
         b.CreateICmpEQ(innerSize, b.getInt64(0)), b.getInt64(0),
         b.CreateUDiv(reducedCount, b.CreateBinaryIntrinsic(llvm::Intrinsic::umax, innerSize, b.getInt64(1))),

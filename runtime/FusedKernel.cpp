@@ -148,13 +148,19 @@ Tensor runHost(const ir::ScalarGraph &body, const std::vector<Tensor> &operands)
   return launch.output;
 }
 
+/// Runs a simulated-device kernel block by block over a grid of `blocks` blocks of `blockSize` threads.
+void runSimulatedGrid(codegen::SimDeviceKernel kernel, const codegen::KernelArgs &args, int64_t count,
+                      int64_t blocks, int64_t blockSize) {
+  for (int64_t block = 0; block < blocks; ++block)
+    check(kernel(&args, count, block, blockSize, blocks));
+}
+
 Tensor runSimulatedDevice(const ir::ScalarGraph &body, const std::vector<Tensor> &operands) {
   Launch launch(body, operands);
   codegen::SimDeviceKernel kernel = codegen::compileSimDeviceKernel({&body, launch.layout});
   int64_t count = launch.output.numElements();
   int64_t blocks = std::clamp<int64_t>((count + kSimBlockSize - 1) / kSimBlockSize, 1, kSimMaxBlocks);
-  for (int64_t block = 0; block < blocks; ++block)
-    check(kernel(&launch.args, count, block, kSimBlockSize, blocks));
+  runSimulatedGrid(kernel, launch.args, count, blocks, kSimBlockSize);
   return launch.output;
 }
 
@@ -176,10 +182,8 @@ Tensor runSimulatedDeviceReduction(const ir::Op &op, const std::vector<Tensor> &
   codegen::SimDeviceKernel kernel = codegen::compileSimDeviceKernel({op.attrs().body.get(), launch.layout});
   int64_t count = launch.output.numElements();
   if (count == 0) return launch.output;
-  int64_t blocks = std::min(count, kSimMaxBlocks);
   int64_t blockSize = std::clamp<int64_t>((launch.reducedCount + 31) / 32 * 32, 32, kSimBlockSize);
-  for (int64_t block = 0; block < blocks; ++block)
-    check(kernel(&launch.args, count, block, blockSize, blocks));
+  runSimulatedGrid(kernel, launch.args, count, std::min(count, kSimMaxBlocks), blockSize);
   return launch.output;
 }
 

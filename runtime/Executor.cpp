@@ -47,7 +47,9 @@ void checkInputs(const std::vector<ir::Value *> &inputs, const std::vector<Tenso
   }
 }
 
-Executor::Executor(const ir::Graph &graph) : graph_(graph) {
+Executor::Executor(const ir::Graph &graph, Device *device)
+    : graph_(graph), ownDevice_(device ? nullptr : makeSimDevice()),
+      device_(device ? device : ownDevice_.get()) {
   for (const ir::Node *node : graph.toposort())
     for (const ir::Value *input : node->inputs())
       ++uses_[input];
@@ -66,10 +68,9 @@ Tensor Executor::transfer(const ir::Node &node, const Tensor &source) {
   bool constant = node.op().kind() == ir::OpKind::ToDevice && node.input(0)->isConstant();
   if (constant)
     if (auto cached = constants_.find(node.output()); cached != constants_.end()) return cached->second;
-  // The simulated device: its memory is separate, so a transfer is a copy, and it is counted.
-  Tensor copy = Tensor::empty(source.dtype(), source.shape());
-  copy.copyFrom(source);
-  ++(node.op().kind() == ir::OpKind::ToDevice ? transfers_.toDevice : transfers_.toHost);
+  bool toDevice = node.op().kind() == ir::OpKind::ToDevice;
+  Tensor copy = toDevice ? device_->upload(source) : device_->download(source);
+  ++(toDevice ? transfers_.toDevice : transfers_.toHost);
   transfers_.bytes += static_cast<size_t>(copy.numElements()) * ir::dtypeSize(copy.dtype());
   if (constant) constants_[node.output()] = copy;
   return copy;
@@ -100,6 +101,8 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor> &inputs) {
       ir::OpKind kind = node->op().kind();
       if (kind == ir::OpKind::ToDevice || kind == ir::OpKind::ToHost) {
         results.push_back(transfer(*node, arguments[0]));
+      } else if (node->op().place() == ir::Place::Device) {
+        results.push_back(device_->run(*node, arguments));
       } else {
         results = runOp(node->op(), arguments, types);
       }
@@ -121,6 +124,7 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor> &inputs) {
   std::vector<Tensor> outputs;
   for (const ir::Value *output : graph_.outputs())
     outputs.push_back(valueOf(output));
+  device_->synchronize(); // a failure of queued device work is this run's
   return outputs;
 }
 

@@ -1,10 +1,12 @@
-// Executor: runs an ir::Graph on the CPU, node by node in topological order, freeing each intermediate as
-// soon as its last client has run.
+// Executor: runs an ir::Graph node by node in topological order, host nodes on the CPU and device nodes on a
+// Device (Device.h), freeing each intermediate as soon as its last client has run.
 #pragma once
 
 #include "ir/Graph.h"
+#include "runtime/Device.h"
 #include "runtime/Tensor.h"
 
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -24,8 +26,9 @@ struct TransferStats {
 
 class Executor {
 public:
-  /// Prepares to run `graph`, which must outlive the executor and not change while it exists.
-  explicit Executor(const ir::Graph &graph);
+  /// Prepares to run `graph`, which must outlive the executor and not change while it exists, with its device
+  /// nodes on `device` (which must outlive it too), or on a simulated device of its own when null.
+  explicit Executor(const ir::Graph &graph, Device *device = nullptr);
 
   /// Evaluates the graph's outputs, in order, from one tensor per graph input (in graph.inputs() order; check
   /// them with checkInputs first). A UserError from a kernel is rethrown with the failing node's location.
@@ -33,6 +36,7 @@ public:
 
   /// The transfers made by every run so far.
   const TransferStats &transfers() const { return transfers_; }
+  Device &device() const { return *device_; }
 
 private:
   const Tensor &constant(const ir::Value *value);
@@ -40,6 +44,8 @@ private:
   Tensor transfer(const ir::Node &node, const Tensor &source);
 
   const ir::Graph &graph_;
+  std::unique_ptr<Device> ownDevice_; // the simulated device, when none is given
+  Device *device_;
   std::unordered_map<const ir::Value *, int> uses_; // node inputs and graph outputs reading each value
   std::unordered_map<const ir::Value *, Tensor> constants_; // constants, and their copies in device memory
   TransferStats transfers_;

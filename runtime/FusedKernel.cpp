@@ -7,6 +7,7 @@
 #include "codegen/Kernel.h"
 #include "ir/ScalarGraph.h"
 #include "ir/SourceLoc.h"
+#include "runtime/FusedLaunch.h"
 #include "runtime/KernelSupport.h"
 #include "runtime/Kernels.h"
 
@@ -22,98 +23,6 @@ namespace {
 constexpr int64_t kElementsPerThread = 1 << 16;
 /// The simulated device's launch shape: what the CUDA runtime will pick for a 1-D elementwise launch.
 constexpr int64_t kSimBlockSize = 256, kSimMaxBlocks = 4096;
-
-/// A fused node's operands bound for one call: the output, strides, pointers and the layout they allow.
-struct Launch {
-  Tensor output;
-  std::vector<int64_t> shape, strides;
-  std::vector<const void *> inputs;
-  codegen::Layout layout = codegen::Layout::Contiguous;
-  codegen::KernelArgs args{};
-
-  Launch(const ir::ScalarGraph &body, const std::vector<Tensor> &operands) {
-    for (const Tensor &input : operands)
-      shape = broadcastShapes(shape, input.shape());
-    output = Tensor::empty(body.resultDtype(), shape);
-    for (const Tensor &input : operands) {
-      inputs.push_back(input.rawData());
-      if (input.shape() != shape || !input.isContiguous()) layout = codegen::Layout::Strided;
-    }
-    if (layout == codegen::Layout::Strided)
-      for (const Tensor &input : operands) {
-        std::vector<int64_t> along = broadcastStrides(input, shape);
-        strides.insert(strides.end(), along.begin(), along.end());
-      }
-    args = {static_cast<int64_t>(shape.size()), shape.data(), inputs.data(), strides.data(),
-            output.rawData()};
-  }
-};
-
-/// A reduction node's operands bound for one call: the iteration space (the inputs' broadcast shape) with
-/// the kept axes first and the reduced axes last (Kernel.h's KernelArgs), and the output over the kept axes.
-struct ReductionLaunch {
-  Tensor output;
-  std::vector<int64_t> shape, strides;
-  std::vector<const void *> inputs;
-  codegen::Layout layout = codegen::Layout::Contiguous;
-  codegen::KernelArgs args{};
-  int64_t reducedCount = 1;
-
-  ReductionLaunch(const ir::Op &op, const std::vector<Tensor> &operands, ir::DType dtype) {
-    const ir::ScalarGraph &body = *op.attrs().body;
-    std::vector<int64_t> space;
-    for (const Tensor &input : operands)
-      space = broadcastShapes(space, input.shape());
-    std::vector<bool> reduced(space.size(), false);
-    for (int64_t axis : op.attrs().axes)
-      reduced[normalizeAxis(axis, space.size())] = true;
-    std::vector<size_t> order;
-    std::vector<int64_t> outShape;
-    for (size_t axis = 0; axis < space.size(); ++axis)
-      if (!reduced[axis]) {
-        order.push_back(axis);
-        outShape.push_back(space[axis]);
-      } else if (op.attrs().keepdims) {
-        outShape.push_back(1);
-      }
-    int64_t reducedRank = 0;
-    for (size_t axis = 0; axis < space.size(); ++axis)
-      if (reduced[axis]) {
-        order.push_back(axis);
-        reducedCount *= space[axis];
-        ++reducedRank;
-      }
-    if (reducedCount == 0 && (*body.reduction == ir::OpKind::Max || *body.reduction == ir::OpKind::Min))
-      throw ir::UserError(std::string("zero-size array to reduction operation ") +
-                          ir::opName(*body.reduction) + " which has no identity");
-    TG_ASSERT(dtype == codegen::kernelOutputDtype(body))
-        << "fused reduction: result dtype " << ir::dtypeName(dtype) << ", kernel's "
-        << ir::dtypeName(codegen::kernelOutputDtype(body));
-    output = Tensor::empty(dtype, outShape);
-    for (size_t axis : order)
-      shape.push_back(space[axis]);
-    // Contiguous when each input's strides, reordered, are the C strides of the reordered space.
-    std::vector<int64_t> contiguous(shape.size());
-    for (size_t j = shape.size(), step = 1; j-- > 0;) {
-      contiguous[j] = static_cast<int64_t>(step);
-      step *= static_cast<size_t>(shape[j]);
-    }
-    for (const Tensor &input : operands) {
-      inputs.push_back(input.rawData());
-      std::vector<int64_t> along = broadcastStrides(input, space);
-      for (size_t j = 0; j < order.size(); ++j) {
-        strides.push_back(along[order[j]]);
-        if (shape[j] != 1 && along[order[j]] != contiguous[j]) layout = codegen::Layout::Strided;
-      }
-    }
-    args = {static_cast<int64_t>(shape.size()),
-            shape.data(),
-            inputs.data(),
-            strides.data(),
-            output.rawData(),
-            reducedRank};
-  }
-};
 
 std::atomic<int> configuredThreads{0}; // 0: the machine's cores
 
@@ -141,7 +50,7 @@ void runOnThreads(codegen::HostKernel kernel, const codegen::KernelArgs &args, i
 }
 
 Tensor runHost(const ir::ScalarGraph &body, const std::vector<Tensor> &operands) {
-  Launch launch(body, operands);
+  Launch launch(body, operands, Tensor::empty);
   codegen::HostKernel kernel = codegen::compileHostKernel({&body, launch.layout});
   int64_t count = launch.output.numElements();
   runOnThreads(kernel, launch.args, count, std::clamp<int64_t>(count / kElementsPerThread, 1, hostThreads()));
@@ -156,7 +65,7 @@ void runSimulatedGrid(codegen::SimDeviceKernel kernel, const codegen::KernelArgs
 }
 
 Tensor runSimulatedDevice(const ir::ScalarGraph &body, const std::vector<Tensor> &operands) {
-  Launch launch(body, operands);
+  Launch launch(body, operands, Tensor::empty);
   codegen::SimDeviceKernel kernel = codegen::compileSimDeviceKernel({&body, launch.layout});
   int64_t count = launch.output.numElements();
   int64_t blocks = std::clamp<int64_t>((count + kSimBlockSize - 1) / kSimBlockSize, 1, kSimMaxBlocks);
@@ -165,7 +74,7 @@ Tensor runSimulatedDevice(const ir::ScalarGraph &body, const std::vector<Tensor>
 }
 
 Tensor runHostReduction(const ir::Op &op, const std::vector<Tensor> &operands, ir::DType dtype) {
-  ReductionLaunch launch(op, operands, dtype);
+  ReductionLaunch launch(op, operands, dtype, Tensor::empty);
   codegen::HostKernel kernel = codegen::compileHostKernel({op.attrs().body.get(), launch.layout});
   int64_t count = launch.output.numElements();
   if (count == 0) return launch.output;
@@ -178,7 +87,7 @@ Tensor runHostReduction(const ir::Op &op, const std::vector<Tensor> &operands, i
 /// One simulated block per output (up to kSimMaxBlocks, grid-striding beyond), as many threads as the reduced
 /// elements need, in whole warps, up to kSimBlockSize: what the CUDA launch will pick.
 Tensor runSimulatedDeviceReduction(const ir::Op &op, const std::vector<Tensor> &operands, ir::DType dtype) {
-  ReductionLaunch launch(op, operands, dtype);
+  ReductionLaunch launch(op, operands, dtype, Tensor::empty);
   codegen::SimDeviceKernel kernel = codegen::compileSimDeviceKernel({op.attrs().body.get(), launch.layout});
   int64_t count = launch.output.numElements();
   if (count == 0) return launch.output;

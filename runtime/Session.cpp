@@ -4,16 +4,15 @@
 
 namespace tg::runtime {
 
-Session::Session(const ir::Program &program) : program_(program), executor_(program.graph) {
+Session::Session(const ir::Program &program, Device *device)
+    : program_(program), executor_(program.graph, device) {
   params_ = Executor(program.init).run({});
   // A param the placement keeps in device memory is uploaded once, here, not at every step.
   for (size_t i = 0; i < params_.size(); ++i) {
     if (program.params[i].value->type().place != ir::Place::Device) continue;
-    Tensor device = Tensor::empty(params_[i].dtype(), params_[i].shape());
-    device.copyFrom(params_[i]);
-    params_[i] = device;
+    params_[i] = executor_.device().upload(params_[i]);
     ++uploads_.toDevice;
-    uploads_.bytes += static_cast<size_t>(device.numElements()) * ir::dtypeSize(device.dtype());
+    uploads_.bytes += static_cast<size_t>(params_[i].numElements()) * ir::dtypeSize(params_[i].dtype());
   }
   TG_ASSERT(params_.size() == program.params.size())
       << "init computes " << params_.size() << " values for " << program.params.size() << " params";
@@ -68,9 +67,10 @@ TransferStats Session::transfers() const {
   return total;
 }
 
-const Tensor &Session::param(const std::string &name) const {
+Tensor Session::param(const std::string &name) const {
   for (size_t i = 0; i < program_.params.size(); ++i)
-    if (program_.params[i].name == name) return params_[i];
+    if (program_.params[i].name == name)
+      return params_[i].memory() == Memory::Host ? params_[i] : executor_.device().download(params_[i]);
   throw ir::UserError("unknown param '" + name + "'");
 }
 

@@ -14,8 +14,9 @@ namespace tg::runtime {
 
 class Session {
 public:
-  /// Evaluates program.init to give every param its initial value. The program must outlive the session.
-  explicit Session(const ir::Program &program);
+  /// Evaluates program.init to give every param its initial value. The program must outlive the session;
+  /// `device` (null: a simulated one) runs the device nodes and must outlive it too.
+  explicit Session(const ir::Program &program, Device *device = nullptr);
 
   /// Runs one step on the named inputs and returns the outputs in program.outputs order. Throws UserError for
   /// a missing or unknown input name and for an input that does not fit its declared type.
@@ -24,8 +25,8 @@ public:
   /// The transfers between host and device made by the steps so far.
   TransferStats transfers() const;
 
-  /// A param's current value. Throws UserError for an unknown name.
-  const Tensor &param(const std::string &name) const;
+  /// A param's current value, in host memory. Throws UserError for an unknown name.
+  Tensor param(const std::string &name) const;
 
 private:
   const ir::Program &program_;

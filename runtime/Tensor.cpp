@@ -61,7 +61,18 @@ Tensor Tensor::fromData(const ir::TensorData &data) {
   return tensor;
 }
 
+Tensor Tensor::onDevice(std::shared_ptr<std::byte> buffer, DType dtype, std::vector<int64_t> shape) {
+  Tensor tensor;
+  tensor.buffer_ = std::move(buffer);
+  tensor.dtype_ = dtype;
+  tensor.strides_ = contiguousStrides(shape);
+  tensor.shape_ = std::move(shape);
+  tensor.memory_ = Memory::Cuda;
+  return tensor;
+}
+
 ir::TensorData Tensor::toData() const {
+  TG_ASSERT(memory_ == Memory::Host) << "reading the elements of a tensor in device memory";
   ir::TensorData data(dtype_, shape_);
   if (!data.bytes.empty()) std::memcpy(data.bytes.data(), contiguous().rawData(), data.bytes.size());
   return data;
@@ -86,6 +97,7 @@ bool Tensor::isContiguous() const {
 
 Tensor Tensor::contiguous() const {
   if (isContiguous()) return *this;
+  TG_ASSERT(memory_ == Memory::Host) << "copying a tensor in device memory on the host";
   Tensor copy = empty(dtype_, shape_);
   copy.copyFrom(*this);
   return copy;
@@ -121,6 +133,7 @@ Tensor Tensor::reshaped(std::vector<int64_t> shape) const {
 
 void Tensor::copyFrom(const Tensor &source) const {
   TG_ASSERT(source.dtype_ == dtype_ && source.shape_ == shape_) << "copy between tensors of different types";
+  TG_ASSERT(memory_ == Memory::Host && source.memory_ == Memory::Host) << "copying device memory on the host";
   size_t size = ir::dtypeSize(dtype_);
   if (isContiguous() && source.isContiguous()) {
     std::memcpy(rawData(), source.rawData(), static_cast<size_t>(numElements()) * size);

@@ -1,6 +1,8 @@
 // Tensor: a host array. A handle to a shared, 64-byte aligned buffer plus a strided view of it (dtype, shape,
 // strides in elements, offset), so that transpose, slicing and broadcasting are views without copies.
-// Copies of a Tensor share the buffer; kernels never write into their inputs.
+// Copies of a Tensor share the buffer; kernels never write into their inputs. A tensor in a CUDA device's
+// memory (runtime/cuda) is the same handle over a device address: its views are made on the host, and only
+// kernels read its elements.
 #pragma once
 
 #include "ir/TensorData.h"
@@ -13,6 +15,9 @@
 
 namespace tg::runtime {
 
+/// Where a tensor's elements are: host memory (the CPU's and the simulated device's), or a CUDA device's.
+enum class Memory : uint8_t { Host, Cuda };
+
 class Tensor {
 public:
   /// An empty handle with no buffer (a placeholder, not a zero-size array).
@@ -22,8 +27,12 @@ public:
   static Tensor empty(ir::DType dtype, std::vector<int64_t> shape);
   /// A C-contiguous copy of `data`.
   static Tensor fromData(const ir::TensorData &data);
-  /// A C-ordered copy of the elements.
+  /// A C-contiguous tensor over `buffer`, which holds device memory (its pointer is the device address) and
+  /// returns it to its allocator when the last handle goes.
+  static Tensor onDevice(std::shared_ptr<std::byte> buffer, ir::DType dtype, std::vector<int64_t> shape);
+  /// A C-ordered copy of the elements (host memory only).
   ir::TensorData toData() const;
+  Memory memory() const { return memory_; }
 
   ir::DType dtype() const { return dtype_; }
   const std::vector<int64_t> &shape() const { return shape_; }
@@ -35,7 +44,7 @@ public:
 
   /// True when the elements lie in C order without gaps.
   bool isContiguous() const;
-  /// This tensor when contiguous, else a contiguous copy.
+  /// This tensor when contiguous, else a contiguous copy (host memory only).
   Tensor contiguous() const;
   /// Another view of the same buffer (strides in elements, offset from the buffer start).
   Tensor view(std::vector<int64_t> shape, std::vector<int64_t> strides, int64_t offset) const;
@@ -43,7 +52,7 @@ public:
   Tensor permuted(const std::vector<int64_t> &perm) const;
   /// The same elements in C order with another shape (of the same element count): a view when contiguous.
   Tensor reshaped(std::vector<int64_t> shape) const;
-  /// Copies the elements of `source` (same dtype and shape, any strides) into this view.
+  /// Copies the elements of `source` (same dtype and shape, any strides) into this view (host memory only).
   void copyFrom(const Tensor &source) const;
 
   /// The address of the element at offset(); index it with strides. A handle: constness does not protect the
@@ -63,6 +72,7 @@ private:
   std::vector<int64_t> shape_;
   std::vector<int64_t> strides_;
   int64_t offset_ = 0;
+  Memory memory_ = Memory::Host;
 };
 
 /// A shape as Python prints a tuple, for messages in NumPy's words: "(3, 4)", "(5,)", "()".

@@ -1,6 +1,7 @@
 // tgc: the command-line driver. Parses arguments, runs the front end, prints or runs the program.
 //
-//   tgc run FILE.tg [--device auto|cpu] [--in NAME=FILE.npy]... [--out NAME=FILE.npy]... [--steps N] [-v]
+//   tgc run FILE.tg [--device auto|cpu|sim|cuda] [--in NAME=FILE.npy]... [--out NAME=FILE.npy]... [--steps N]
+//   [-v]
 //           [--no-cache]
 //   tgc compile FILE.tg --emit=ast|ir|opt|json|dot|llvm|ptx [-o FILE] [--gpu-arch sm_XX] [--no-cache]
 //           [optimizer options]
@@ -19,6 +20,7 @@
 #include "runtime/ConstantEvaluator.h"
 #include "runtime/Print.h"
 #include "runtime/Session.h"
+#include "runtime/cuda/CudaDevice.h"
 
 #include <cctype>
 #include <cstdio>
@@ -51,8 +53,9 @@ run options:
   --out NAME=FILE.npy   save output or param NAME to a .npy file instead of printing it
   --steps N             run N steps, applying the updates after each (default 1)
   --print-every K       also print the outputs after every K-th step, as "step N: name = value"
-  --device DEVICE       auto, cpu, sim or cuda (default auto: cpu, as this build has no CUDA support yet);
-                        sim is a simulated device: separate memory, counted transfers, kernels on the CPU
+  --device DEVICE       auto, cpu, sim or cuda (default auto: cuda when a driver and a GPU answer, else
+                        cpu; -v says which and why); sim is a simulated device: separate memory, counted
+                        transfers, device kernels run on the CPU
   --no-cache            neither read nor write the kernel cache ($XDG_CACHE_HOME/tgc, else ~/.cache/tgc,
                         where compiled kernels are kept for the next run)
   -v                    say what happens
@@ -67,7 +70,8 @@ compile options:
   -o FILE                      write it to FILE instead of standard output
   --opt-profile                print each pass's time, node counts and rewrites (in the JSON with --emit=json)
   --explain-placement          print where each node runs and why (with --device=sim)
-  --device DEVICE              as for run: with sim, the graph is placed on the device
+  --device DEVICE              sim or cuda place the graph on a device (no GPU is needed to compile);
+                               auto and cpu compile for the CPU
   --no-cache                   as for run (PTX is cached too)
 
 optimizer options (compile and run):
@@ -148,12 +152,10 @@ Options parseOptions(int argc, char **argv) {
       options.device = value();
       if (options.device != "auto" && options.device != "cpu" && options.device != "sim" &&
           options.device != "cuda")
-        throw UsageError{"unknown device '" + options.device + "'; this build supports: auto, cpu, sim"};
-      // Compiling for cuda needs no driver: the graph is placed as for any device, and PTX is text.
-      options.optimizer.device = options.device == "sim" || (options.device == "cuda" && forCompile);
-      if (options.device == "cuda" && forRun)
-        throw ir::UserError("--device=cuda: this build of tgc has no CUDA runtime yet; --device=sim runs the "
-                            "device pipeline on the CPU");
+        throw UsageError{"unknown device '" + options.device + "'; expected auto, cpu, sim or cuda"};
+      // Compiling for cuda needs no driver: the graph is placed as for any device, and PTX is text. Running
+      // decides when the device is open (run()).
+      options.optimizer.device = options.device == "sim" || options.device == "cuda";
     } else if (arg == "--emit" && forCompile) {
       options.emit = value();
       static const std::set<std::string> kinds{"ast", "ir", "opt", "json", "dot", "llvm", "ptx"};
@@ -338,13 +340,40 @@ int compile(const Options &options, frontend::DiagnosticEngine &diags) {
   return 0;
 }
 
+/// The device `tgc run` places the graph on: none for cpu; for auto, CUDA when it opens. Says which with -v.
+std::unique_ptr<runtime::Device> openDevice(const Options &options) {
+  std::unique_ptr<runtime::Device> device;
+  std::string why = "asked for";
+  if (options.device == "sim") {
+    device = runtime::makeSimDevice();
+  } else if (options.device == "cuda") {
+    try {
+      device = runtime::cuda::openCudaDevice();
+    } catch (ir::UserError &error) {
+      error.message =
+          "--device=cuda: " + error.message + "; --device=sim runs the device pipeline on the CPU";
+      throw;
+    }
+  } else if (options.device == "auto") {
+    try {
+      device = runtime::cuda::openCudaDevice();
+      why = "auto: a CUDA driver and GPU answered";
+    } catch (const ir::UserError &error) {
+      why = "auto: " + error.message;
+    }
+  }
+  if (options.verbose)
+    std::cerr << "tgc: device " << (device ? device->describe() : "cpu") << " (" << why << ")\n";
+  return device;
+}
+
 int run(const Options &options, frontend::DiagnosticEngine &diags) {
   std::unique_ptr<ir::Program> program = frontend::compileScript(options.file, diags);
   if (!program) return 1;
-  optimizeProgram(*program, options);
-  if (options.verbose)
-    std::cerr << "tgc: device " << (options.device == "sim" ? "sim" : "cpu") << " ("
-              << (options.device == "auto" ? "auto: no CUDA support in this build" : "asked for") << ")\n";
+  std::unique_ptr<runtime::Device> device = openDevice(options);
+  Options placed = options;
+  placed.optimizer.device = device != nullptr;
+  optimizeProgram(*program, placed);
   std::map<std::string, runtime::Tensor> inputs;
   for (const auto &[name, path] : options.inputs) {
     if (inputs.count(name)) throw ir::UserError("input '" + name + "' is given twice");
@@ -359,7 +388,7 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
     if (!known)
       throw ir::UserError("--out " + name + ": the script has no output or param named '" + name + "'");
   }
-  runtime::Session session(*program);
+  runtime::Session session(*program, device.get());
   std::vector<runtime::Tensor> results;
   for (long step = 1; step <= options.steps; ++step) {
     results = session.step(inputs);
@@ -386,6 +415,7 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
     std::cerr << "tgc: transfers: " << transfers.toDevice << " to the device, " << transfers.toHost
               << " to the host, " << transfers.bytes << " bytes\n";
     codegen::KernelCacheStats cache = codegen::kernelCacheStats();
+    if (device && !device->report().empty()) std::cerr << device->report() << "\n";
     std::cerr << "tgc: kernel cache " << codegen::describeKernelCache() << ": " << cache.diskHits << " hits, "
               << cache.diskMisses << " misses, " << cache.diskWrites << " writes, " << cache.corruptEntries
               << " corrupt entries\n";

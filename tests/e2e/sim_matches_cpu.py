@@ -54,6 +54,7 @@ def same_output(a, b):
     return True
 
 
+DEVICE = "sim"  # the device compared with the CPU (--device)
 TRANSFERS = re.compile(r"^tgc: transfers: (\d+) to the device, (\d+) to the host, (\d+) bytes$", re.M)
 
 
@@ -89,7 +90,7 @@ def check_example(tgc, path, verbose):
     steps = TRAINING_STEPS if trains(path) else 0
     checks = []
     results = {}
-    for device in ("cpu", "sim"):
+    for device in ("cpu", DEVICE):
         args, result = run(tgc, path, device, inputs, steps)
         results[device] = result
         ok = result.returncode == 0
@@ -100,7 +101,7 @@ def check_example(tgc, path, verbose):
     if not all(ok for _, ok, _ in checks):
         return checks
 
-    cpu, sim = results["cpu"], results["sim"]
+    cpu, sim = results["cpu"], results[DEVICE]
     same = same_output(cpu.stdout, sim.stdout) and cpu.stdout.strip() != ""
     detail = ""
     if not same:
@@ -135,9 +136,13 @@ def check_example(tgc, path, verbose):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tgc", required=True, help="the tgc binary")
+    parser.add_argument("--device", default="sim",
+                        help="the device compared with the CPU (default sim; bench/gpu.sh passes cuda)")
     parser.add_argument("-k", dest="filter", help="run only the examples whose file name contains this text")
     parser.add_argument("-v", "--verbose", action="store_true", help="show the commands")
     args = parser.parse_args()
+    global DEVICE
+    DEVICE = args.device
     tgc = os.path.abspath(args.tgc)
     examples = sorted(glob.glob(os.path.join(EXAMPLES, "*.tg")))
     if args.filter:

@@ -11,10 +11,16 @@ config.test_exec_root = os.path.join(config.tgc_binary_dir, "tests", "lit")
 
 config.substitutions.append(("%tgc", os.path.join(config.tgc_binary_dir, "tgc")))
 config.substitutions.append(("%python", config.python))
+# The fake CUDA driver the tests build (tests/fake_cuda): TGC_CUDA_DRIVER=%fake_cuda runs tgc's CUDA device on it.
+config.substitutions.append(("%fake_cuda", config.fake_cuda))
+config.substitutions.append(("%fake_cublas", config.fake_cublas))
 config.substitutions.append(("%examples", os.path.join(config.tgc_source_dir, "examples")))
 config.environment["PATH"] = os.pathsep.join([config.llvm_tools_dir, config.environment.get("PATH", "")])
 # Module search must not depend on the machine's environment.
 config.environment.pop("TGC_PATH", None)
+# Nor the device: tests that want a CUDA driver name one.
+for variable in ("TGC_CUDA_DRIVER", "TGC_CUBLAS"):
+    config.environment.pop(variable, None)
 # Compiled kernels are cached under the build tree, never in the user's ~/.cache (tests that look at the cache
 # set their own XDG_CACHE_HOME).
 config.environment["XDG_CACHE_HOME"] = os.path.join(config.test_exec_root, "xdg-cache")

@@ -1,0 +1,42 @@
+// Device: where the device-placed nodes of a graph run and their values live. The executor moves values with
+// upload/download (the graph's to_device/to_host nodes) and hands every device node to run().
+//
+//   sim    the simulated device: its memory is host memory apart from the host's tensors (so every transfer
+//          is a real copy), and its nodes run on the CPU runtime, fused nodes through the device kernels'
+//          code compiled for the host (runtime/FusedKernel.cpp)
+//   cuda   a CUDA GPU through the driver API (runtime/cuda/CudaDevice.h)
+#pragma once
+
+#include "ir/Graph.h"
+#include "runtime/Tensor.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tg::runtime {
+
+class Device {
+public:
+  virtual ~Device() = default;
+  /// "sim", or "cuda: NVIDIA H200 (sm_90, 132 SMs, 140 GiB, driver 12.4)".
+  virtual std::string describe() const = 0;
+  /// A copy of the host tensor `host` in device memory.
+  virtual Tensor upload(const Tensor &host) = 0;
+  /// A host copy of the device tensor `device` (waits for the work that computes it).
+  virtual Tensor download(const Tensor &device) = 0;
+  /// Runs a device-placed node on `arguments`: device tensors, and host 0-d tensors (scalars that device
+  /// nodes read without a transfer). Returns its value in device memory. Errors are ir::UserErrors without
+  /// a location (the executor adds the node's).
+  virtual Tensor run(const ir::Node &node, const std::vector<Tensor> &arguments) = 0;
+  /// Waits until all queued work is done and reports a failure of it (nothing to wait for on sim).
+  virtual void synchronize() {}
+  /// What the device did besides kernels, for `tgc run -v` (e.g. nodes it ran on the host through staging);
+  /// empty when nothing is worth saying.
+  virtual std::string report() const { return {}; }
+};
+
+/// The simulated device.
+std::unique_ptr<Device> makeSimDevice();
+
+} // namespace tg::runtime

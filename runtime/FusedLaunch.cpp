@@ -1,0 +1,82 @@
+#include "runtime/FusedLaunch.h"
+
+#include "ir/Assert.h"
+#include "ir/SourceLoc.h"
+#include "runtime/KernelSupport.h"
+
+namespace tg::runtime {
+
+Launch::Launch(const ir::ScalarGraph &body, const std::vector<Tensor> &operands,
+               const AllocateOutput &allocate) {
+  for (const Tensor &input : operands)
+    shape = broadcastShapes(shape, input.shape());
+  output = allocate(body.resultDtype(), shape);
+  for (const Tensor &input : operands) {
+    inputs.push_back(input.rawData());
+    if (input.shape() != shape || !input.isContiguous()) layout = codegen::Layout::Strided;
+  }
+  if (layout == codegen::Layout::Strided)
+    for (const Tensor &input : operands) {
+      std::vector<int64_t> along = broadcastStrides(input, shape);
+      strides.insert(strides.end(), along.begin(), along.end());
+    }
+  args = {static_cast<int64_t>(shape.size()), shape.data(), inputs.data(), strides.data(), output.rawData()};
+}
+
+ReductionLaunch::ReductionLaunch(const ir::Op &op, const std::vector<Tensor> &operands, ir::DType dtype,
+                                 const AllocateOutput &allocate) {
+  const ir::ScalarGraph &body = *op.attrs().body;
+  std::vector<int64_t> space;
+  for (const Tensor &input : operands)
+    space = broadcastShapes(space, input.shape());
+  std::vector<bool> reduced(space.size(), false);
+  for (int64_t axis : op.attrs().axes)
+    reduced[normalizeAxis(axis, space.size())] = true;
+  std::vector<size_t> order;
+  std::vector<int64_t> outShape;
+  for (size_t axis = 0; axis < space.size(); ++axis)
+    if (!reduced[axis]) {
+      order.push_back(axis);
+      outShape.push_back(space[axis]);
+    } else if (op.attrs().keepdims) {
+      outShape.push_back(1);
+    }
+  int64_t reducedRank = 0;
+  for (size_t axis = 0; axis < space.size(); ++axis)
+    if (reduced[axis]) {
+      order.push_back(axis);
+      reducedCount *= space[axis];
+      ++reducedRank;
+    }
+  if (reducedCount == 0 && (*body.reduction == ir::OpKind::Max || *body.reduction == ir::OpKind::Min))
+    throw ir::UserError(std::string("zero-size array to reduction operation ") + ir::opName(*body.reduction) +
+                        " which has no identity");
+  TG_ASSERT(dtype == codegen::kernelOutputDtype(body))
+      << "fused reduction: result dtype " << ir::dtypeName(dtype) << ", kernel's "
+      << ir::dtypeName(codegen::kernelOutputDtype(body));
+  output = allocate(dtype, outShape);
+  for (size_t axis : order)
+    shape.push_back(space[axis]);
+  // Contiguous when each input's strides, reordered, are the C strides of the reordered space.
+  std::vector<int64_t> contiguous(shape.size());
+  for (size_t j = shape.size(), step = 1; j-- > 0;) {
+    contiguous[j] = static_cast<int64_t>(step);
+    step *= static_cast<size_t>(shape[j]);
+  }
+  for (const Tensor &input : operands) {
+    inputs.push_back(input.rawData());
+    std::vector<int64_t> along = broadcastStrides(input, space);
+    for (size_t j = 0; j < order.size(); ++j) {
+      strides.push_back(along[order[j]]);
+      if (shape[j] != 1 && along[order[j]] != contiguous[j]) layout = codegen::Layout::Strided;
+    }
+  }
+  args = {static_cast<int64_t>(shape.size()),
+          shape.data(),
+          inputs.data(),
+          strides.data(),
+          output.rawData(),
+          reducedRank};
+}
+
+} // namespace tg::runtime

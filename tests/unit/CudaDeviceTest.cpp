@@ -1,0 +1,231 @@
+// The CUDA driver layer and device against the fake driver the tests build (tests/fake_cuda): loading and
+// its failures, device queries, transfers (direct and through pinned staging), module loading, launches,
+// the caching allocator and out-of-memory, matmul through a fake cuBLAS, and ops staged through the host.
+// The fake's device memory is host memory and its launches run nothing: numbers are checked only where no
+// generated kernel computes them (transfers, gemm, staged ops).
+#include "runtime/cuda/CudaDevice.h"
+
+#include "ir/Graph.h"
+#include "runtime/Kernels.h"
+#include "runtime/cuda/Driver.h"
+
+#include <cstdlib>
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <string>
+
+namespace {
+
+using tg::ir::DType;
+using tg::ir::Graph;
+using tg::ir::Op;
+using tg::ir::OpKind;
+using tg::ir::Place;
+using tg::ir::TensorData;
+using tg::ir::TensorType;
+using tg::ir::UserError;
+using tg::runtime::Device;
+using tg::runtime::Memory;
+using tg::runtime::Tensor;
+using tg::runtime::cuda::Driver;
+
+/// Points tgc at the fake driver (and no cuBLAS) and clears the fake's switches; keeps the fake loaded so its
+/// call log can be read.
+class CudaDeviceTest : public testing::Test {
+protected:
+  void SetUp() override {
+    setenv("TGC_CUDA_DRIVER", TGC_FAKE_CUDA, 1);
+    setenv("TGC_CUBLAS", "/nonexistent/libcublas.so", 1);
+    for (const char *variable : {"TGC_FAKE_CUDA_DEVICES", "TGC_FAKE_CUDA_MEMORY", "TGC_FAKE_CUDA_MISSING",
+                                 "TGC_FAKE_CUDA_FAIL", "TGC_FAKE_CUDA_LOG"})
+      unsetenv(variable);
+    fake_ = dlopen(TGC_FAKE_CUDA, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(fake_, nullptr);
+    reset_ = reinterpret_cast<void (*)(const char *, int)>(dlsym(fake_, "tgcFakeCudaReset"));
+    log_ = reinterpret_cast<const char *(*)()>(dlsym(fake_, "tgcFakeCudaLog"));
+    inUse_ = reinterpret_cast<size_t (*)()>(dlsym(fake_, "tgcFakeCudaMemoryInUse"));
+    reset_(nullptr, 0);
+  }
+  void TearDown() override {
+    unsetenv("TGC_CUDA_DRIVER");
+    unsetenv("TGC_CUBLAS");
+    dlclose(fake_);
+  }
+
+  std::string log() const { return log_(); }
+  size_t count(const std::string &call) const {
+    size_t found = 0;
+    std::string text = log();
+    for (size_t at = text.find(call); at != std::string::npos; at = text.find(call, at + 1))
+      ++found;
+    return found;
+  }
+
+  void *fake_ = nullptr;
+  void (*reset_)(const char *, int) = nullptr;
+  const char *(*log_)() = nullptr;
+  size_t (*inUse_)() = nullptr;
+};
+
+Tensor range(DType dtype, std::vector<int64_t> shape) {
+  TensorData data(dtype, std::move(shape));
+  for (int64_t i = 0; i < data.numElements(); ++i)
+    data.set(i, static_cast<double>(i % 97) - 13);
+  return Tensor::fromData(data);
+}
+
+std::string messageOf(const std::function<void()> &action) {
+  try {
+    action();
+  } catch (const UserError &error) {
+    return error.message;
+  }
+  return "(no error)";
+}
+
+TEST_F(CudaDeviceTest, AMissingDriverSaysWhatIsMissing) {
+  std::string message = messageOf([] { Driver::open("/nonexistent/libcuda.so.1"); });
+  EXPECT_NE(message.find("no CUDA driver: cannot open /nonexistent/libcuda.so.1"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("is the NVIDIA driver installed?"), std::string::npos) << message;
+}
+
+TEST_F(CudaDeviceTest, OpensTheDriverAndResolvesEveryFunction) {
+  std::unique_ptr<Driver> driver = Driver::open();
+  EXPECT_EQ(driver->version(), "12.4");
+  EXPECT_EQ(driver->describe(2), "CUDA_ERROR_OUT_OF_MEMORY (out of memory)");
+  EXPECT_EQ(messageOf([&] { TG_CUDA_CHECK(*driver, cuMemFree, 12345); }),
+            "cuMemFree failed: CUDA_ERROR_INVALID_VALUE (invalid argument)");
+}
+
+TEST_F(CudaDeviceTest, ADriverWithoutAFunctionIsTooOld) {
+  setenv("TGC_FAKE_CUDA_MISSING", "cuLaunchKernel", 1);
+  std::string message = messageOf([] { Driver::open(); });
+  EXPECT_NE(message.find("does not provide cuLaunchKernel"), std::string::npos) << message;
+}
+
+TEST_F(CudaDeviceTest, NoGpuIsAClearError) {
+  setenv("TGC_FAKE_CUDA_DEVICES", "0", 1);
+  std::string message = messageOf([] { tg::runtime::cuda::openCudaDevice(); });
+  EXPECT_NE(message.find("CUDA_ERROR_NO_DEVICE"), std::string::npos) << message;
+  EXPECT_NE(message.find("no GPU is visible"), std::string::npos) << message;
+}
+
+TEST_F(CudaDeviceTest, DescribesTheGpu) {
+  std::unique_ptr<Device> device = tg::runtime::cuda::openCudaDevice();
+  EXPECT_NE(device->describe().find("cuda: Fake GPU 0 (sm_90, 4 SMs, 1 GiB, driver 12.4"), std::string::npos)
+      << device->describe();
+  EXPECT_EQ(count("cuDevicePrimaryCtxRetain"), 1u);
+  EXPECT_EQ(count("cuStreamCreate flags=1"), 1u);
+  device.reset();
+  EXPECT_EQ(count("cuDevicePrimaryCtxRelease"), 1u);
+  EXPECT_EQ(count("cuStreamDestroy"), 1u);
+}
+
+TEST_F(CudaDeviceTest, TransfersRoundTripDirectlyAndThroughStaging) {
+  std::unique_ptr<Device> device = tg::runtime::cuda::openCudaDevice();
+  // 12 bytes go directly; 10 MiB in three chunks through the two pinned buffers.
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{3}, std::vector<int64_t>{1024, 2560}}) {
+    Tensor host = range(DType::F32, shape);
+    Tensor onDevice = device->upload(host);
+    EXPECT_EQ(onDevice.memory(), Memory::Cuda);
+    EXPECT_EQ(device->download(onDevice).toData(), host.toData());
+  }
+  EXPECT_EQ(count("cuMemHostAlloc"), 2u);
+  EXPECT_EQ(count("cuMemcpyHtoDAsync 4194304"), 2u);
+  EXPECT_EQ(count("cuMemcpyHtoDAsync 2097152"), 1u);
+  // A transposed view goes up as a contiguous copy of what it shows.
+  Tensor matrix = range(DType::I64, {3, 5}), transposed = matrix.permuted({1, 0});
+  EXPECT_EQ(device->download(device->upload(transposed)).toData(), transposed.contiguous().toData());
+}
+
+TEST_F(CudaDeviceTest, TheAllocatorReusesBlocksAndFreesThemAtTheEnd) {
+  std::unique_ptr<Device> device = tg::runtime::cuda::openCudaDevice();
+  for (int i = 0; i < 5; ++i)
+    device->upload(range(DType::F64, {1000}));
+  EXPECT_EQ(count("cuMemAlloc 8192"), 1u) << log(); // 8000 bytes, in 512-byte granules
+  device.reset();
+  EXPECT_EQ(inUse_(), 0u);
+}
+
+TEST_F(CudaDeviceTest, OutOfDeviceMemoryIsAClearError) {
+  setenv("TGC_FAKE_CUDA_MEMORY", "1048576", 1);
+  std::unique_ptr<Device> device = tg::runtime::cuda::openCudaDevice();
+  std::string message = messageOf([&] { device->upload(range(DType::F32, {1024, 1024})); });
+  EXPECT_NE(message.find("out of device memory: cannot allocate 4 MiB (1 MiB free of 1 MiB"),
+            std::string::npos)
+      << message;
+}
+
+TEST_F(CudaDeviceTest, LaunchesAGeneratedKernel) {
+  Graph graph;
+  tg::ir::Value *x = graph.addInput(TensorType{DType::F32, {tg::ir::Dim::of(1000)}, Place::Device}, "x");
+  tg::ir::Node *add = graph.addNode(Op(OpKind::Add, {}, Place::Device), {x, x});
+  std::unique_ptr<Device> device = tg::runtime::cuda::openCudaDevice();
+  Tensor result = device->run(*add, {device->upload(range(DType::F32, {1000}))});
+  EXPECT_EQ(result.memory(), Memory::Cuda);
+  EXPECT_EQ(result.shape(), std::vector<int64_t>{1000});
+  EXPECT_EQ(count("cuModuleLoadDataEx"), 1u);
+  EXPECT_EQ(count("cuModuleGetFunction tgc_fused_"), 1u);
+  EXPECT_EQ(count("grid=4x1x1 block=256x1x1"), 1u) << log(); // 1000 elements, 256 a block
+  device->run(*add, {device->upload(range(DType::F32, {1000}))});
+  EXPECT_EQ(count("cuModuleLoadDataEx"), 1u); // loaded once
+  EXPECT_EQ(count("cuLaunchKernel"), 2u);
+}
+
+TEST_F(CudaDeviceTest, AFailedModuleLoadNamesTheKernelAndTheError) {
+  setenv("TGC_FAKE_CUDA_FAIL", "cuModuleLoadDataEx:218", 1);
+  Graph graph;
+  tg::ir::Value *x = graph.addInput(TensorType{DType::F32, {tg::ir::Dim::of(4)}, Place::Device}, "x");
+  tg::ir::Node *neg = graph.addNode(Op(OpKind::Neg, {}, Place::Device), {x});
+  std::unique_ptr<Device> device = tg::runtime::cuda::openCudaDevice();
+  Tensor input = device->upload(range(DType::F32, {4}));
+  std::string message = messageOf([&] { device->run(*neg, {input}); });
+  EXPECT_NE(message.find("cuModuleLoadDataEx failed for kernel tgc_fused_"), std::string::npos) << message;
+  EXPECT_NE(message.find("CUDA_ERROR_INVALID_PTX"), std::string::npos) << message;
+}
+
+TEST_F(CudaDeviceTest, MatmulGoesThroughCublasWithRowMajorOperands) {
+  setenv("TGC_CUBLAS", TGC_FAKE_CUBLAS, 1);
+  Graph graph;
+  auto matrix = [&](int64_t rows, int64_t cols, const char *name) {
+    return graph.addInput(
+        TensorType{DType::F64, {tg::ir::Dim::of(rows), tg::ir::Dim::of(cols)}, Place::Device}, name);
+  };
+  tg::ir::Node *product =
+      graph.addNode(Op(OpKind::Matmul, {}, Place::Device), {matrix(2, 3, "a"), matrix(3, 4, "b")});
+  std::unique_ptr<Device> device = tg::runtime::cuda::openCudaDevice();
+  Tensor a = range(DType::F64, {2, 3}), b = range(DType::F64, {3, 4});
+  Tensor expected = tg::runtime::runOp(product->op().on(Place::Host), {a, b}, {product->output()->type()})[0];
+  Tensor result = device->run(*product, {device->upload(a), device->upload(b)});
+  EXPECT_EQ(device->download(result).toData(), expected.toData());
+  // Transposed views are read in place (cuBLAS's T), not copied.
+  Tensor at = range(DType::F64, {3, 2}), bt = range(DType::F64, {4, 3});
+  Tensor viewA = device->upload(at).permuted({1, 0}), viewB = device->upload(bt).permuted({1, 0});
+  size_t launches = count("cuLaunchKernel");
+  result = device->run(*product, {viewA, viewB});
+  EXPECT_EQ(count("cuLaunchKernel"), launches);
+  expected = tg::runtime::runOp(product->op().on(Place::Host), {at.permuted({1, 0}), bt.permuted({1, 0})},
+                                {product->output()->type()})[0];
+  EXPECT_EQ(device->download(result).toData(), expected.toData());
+  EXPECT_NE(device->report().find("2 cuBLAS gemms"), std::string::npos) << device->report();
+}
+
+TEST_F(CudaDeviceTest, OpsWithoutAKernelAreStagedThroughTheHostAndReported) {
+  Graph graph;
+  tg::ir::Value *x =
+      graph.addInput(TensorType{DType::F32, {tg::ir::Dim::of(2), tg::ir::Dim::of(5)}, Place::Device}, "x");
+  tg::ir::OpAttrs attrs;
+  attrs.axes = {1};
+  tg::ir::Node *argmax = graph.addNode(Op(OpKind::Argmax, attrs, Place::Device), {x});
+  std::unique_ptr<Device> device = tg::runtime::cuda::openCudaDevice();
+  Tensor host = range(DType::F32, {2, 5});
+  Tensor result = device->run(*argmax, {device->upload(host)});
+  EXPECT_EQ(result.memory(), Memory::Cuda);
+  Tensor expected = tg::runtime::runOp(argmax->op().on(Place::Host), {host}, {argmax->output()->type()})[0];
+  EXPECT_EQ(device->download(result).toData(), expected.toData());
+  EXPECT_NE(device->report().find("1 argmax node(s) ran on the host through staging"), std::string::npos)
+      << device->report();
+}
+
+} // namespace

@@ -9,6 +9,7 @@
 #include "runtime/Kernels.h"
 #include "runtime/cuda/Driver.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -226,6 +227,40 @@ TEST_F(CudaDeviceTest, OpsWithoutAKernelAreStagedThroughTheHostAndReported) {
   EXPECT_EQ(device->download(result).toData(), expected.toData());
   EXPECT_NE(device->report().find("1 argmax node(s) ran on the host through staging"), std::string::npos)
       << device->report();
+}
+
+} // namespace
+
+namespace {
+
+/// On a machine with a GPU (the real driver, not the fake): a fused elementwise kernel and a reduction give
+/// the CPU's numbers. Elsewhere the test skips and says why.
+TEST(RealGpuTest, KernelsGiveTheCpusNumbers) {
+  unsetenv("TGC_CUDA_DRIVER");
+  std::unique_ptr<Device> device;
+  try {
+    device = tg::runtime::cuda::openCudaDevice();
+  } catch (const UserError &error) {
+    GTEST_SKIP() << "no GPU: " << error.message;
+  }
+  Graph graph;
+  tg::ir::Value *x =
+      graph.addInput(TensorType{DType::F32, {tg::ir::Dim::of(3), tg::ir::Dim::of(1000)}, Place::Device}, "x");
+  tg::ir::Node *product = graph.addNode(Op(OpKind::Mul, {}, Place::Device), {x, x});
+  tg::ir::OpAttrs attrs;
+  attrs.axes = {1};
+  tg::ir::Node *total = graph.addNode(Op(OpKind::Sum, attrs, Place::Device), {product->output()});
+  Tensor host = range(DType::F32, {3, 1000});
+  Tensor squares = device->run(*product, {device->upload(host)});
+  Tensor sums = device->run(*total, {squares});
+  auto onHost = [](const tg::ir::Node *node, std::vector<Tensor> inputs) {
+    return tg::runtime::runOp(node->op().on(Place::Host), inputs, {node->output()->type()})[0];
+  };
+  Tensor expectedSquares = onHost(product, {host});
+  EXPECT_EQ(device->download(squares).toData(), expectedSquares.toData());
+  TensorData got = device->download(sums).toData(), expected = onHost(total, {expectedSquares}).toData();
+  for (int64_t i = 0; i < expected.numElements(); ++i)
+    EXPECT_NEAR(got.get(i), expected.get(i), 1e-5 * std::abs(expected.get(i)));
 }
 
 } // namespace

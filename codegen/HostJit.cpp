@@ -126,6 +126,29 @@ public:
     return code;
   }
 
+  void *compileFunction(const std::string &name, const std::function<void(llvm::Module &)> &build) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto found = functions.find(name); found != functions.end()) return found->second;
+    TG_ASSERT(names.insert(name).second) << "two host functions named " << name;
+    auto context = std::make_unique<llvm::LLVMContext>();
+    auto module = std::make_unique<llvm::Module>(name, *context);
+    module->setTargetTriple(triple.str());
+    module->setDataLayout(machine->createDataLayout());
+    build(*module);
+    llvm::Function *function = module->getFunction(name);
+    TG_ASSERT(function) << "the module of " << name << " does not define it";
+    function->addFnAttr("target-cpu", cpuName);
+    function->addFnAttr("target-features", cpuFeatures);
+    optimizeModule(*module, *machine, hasLibmvec);
+    if (llvm::Error error = jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), std::move(context)))) {
+      std::string message = llvm::toString(std::move(error));
+      TG_ASSERT(false) << "cannot add " << name << " to the JIT: " << message;
+    }
+    void *code = orAbort(jit->lookup(name), "cannot compile a host function").toPtr<void *>();
+    functions.emplace(name, code);
+    return code;
+  }
+
 private:
   /// The kernel `name` from the disk cache's entry `key`, linked into the JIT; null when the disk has no
   /// usable entry. An object the JIT rejects is removed again, and its name left taken so that the compile
@@ -222,6 +245,7 @@ private:
   bool hasLibmvec = false;
   std::unordered_map<CacheKey, void *, CacheKeyHash> cache;
   std::unordered_set<std::string> names; // symbols defined in the JIT
+  std::unordered_map<std::string, void *> functions; // compileFunction's, by name
 };
 
 } // namespace
@@ -232,6 +256,10 @@ std::string emitHostLlvm(const KernelSpec &spec) {
 
 HostKernel compileHostKernel(const KernelSpec &spec) {
   return reinterpret_cast<HostKernel>(HostCompiler::instance().compile(spec, HostKind::Host));
+}
+
+void *compileHostFunction(const std::string &name, const std::function<void(llvm::Module &)> &build) {
+  return HostCompiler::instance().compileFunction(name, build);
 }
 
 SimDeviceKernel compileSimDeviceKernel(const KernelSpec &spec) {

@@ -132,6 +132,37 @@ HostKernel compileHostKernel(const KernelSpec &spec);
 /// The simulated-device kernel, compiled and cached like compileHostKernel.
 SimDeviceKernel compileSimDeviceKernel(const KernelSpec &spec);
 
+// ---- The matmul kernel (codegen/MatmulKernel.cpp): matmul on a CUDA device without cuBLAS ----
+//
+// c (n x m, C order) = a (n x k) @ b (k x m), a and b read through strides in elements (so transposed views are
+// read in place), f32 or f64, products summed in order of k. Blocks of kMatmulThreads x kMatmulThreads
+// threads; block (x, y) computes the kMatmulTile x kMatmulTile outputs from row y * kMatmulTile and column
+// x * kMatmulTile, thread (tx, ty) the 4 x 4 of them at rows ty + 16 i and columns tx + 16 j (adjacent threads
+// read adjacent columns of b and write adjacent outputs). The PTX entry matmulKernelName(dtype) has the
+// parameters (i64 n, i64 m, i64 k, ptr a, i64 aRowStride, i64 aColStride, ptr b, i64 bRowStride,
+// i64 bColStride, ptr c) and is launched over a grid of ceil(m / kMatmulTile) x ceil(n / kMatmulTile) blocks;
+// the simulated-device function runs the same threads of one block in turn.
+
+constexpr int64_t kMatmulThreads = 16, kMatmulTile = 64;
+
+struct MatmulArgs {
+  int64_t n, m, k;
+  const void *a;
+  int64_t aRowStride, aColStride;
+  const void *b;
+  int64_t bRowStride, bColStride;
+  void *c;
+};
+
+using SimMatmulKernel = void (*)(const MatmulArgs *args, int64_t blockX, int64_t blockY);
+
+/// "tgc_matmul_f32" or "tgc_matmul_f64".
+std::string matmulKernelName(ir::DType dtype);
+/// The PTX of the matmul kernel for f32 or f64.
+std::string emitMatmulPtx(ir::DType dtype, const std::string &gpuArch = "sm_90");
+/// The matmul kernel's simulated-device function, compiled for the host once per dtype.
+SimMatmulKernel compileSimMatmulKernel(ir::DType dtype);
+
 // ---- The disk cache (codegen/KernelCache.h): host and simulated-device object code and PTX, per machine
 // ----
 

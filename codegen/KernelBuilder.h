@@ -38,6 +38,7 @@
 
 #include "codegen/Kernel.h"
 
+#include <functional>
 #include <string>
 
 namespace llvm {
@@ -57,6 +58,20 @@ llvm::Function *buildSimDeviceKernel(llvm::Module &module, const KernelSpec &spe
 /// Adds the PTX kernel (parameters in Kernel.h) named `name` to `module`, calling libdevice's __nv_* math
 /// functions, which the caller links.
 llvm::Function *buildPtxKernel(llvm::Module &module, const KernelSpec &spec, const std::string &name);
+
+/// Adds the matmul kernel for `dtype` (Kernel.h's matmul section) to `module`: the PTX entry, or the
+/// simulated-device function, both from one body of index math.
+llvm::Function *buildMatmulPtxKernel(llvm::Module &module, ir::DType dtype, const std::string &name);
+llvm::Function *buildMatmulSimKernel(llvm::Module &module, ir::DType dtype, const std::string &name);
+
+/// PTX for `gpuArch` of the module `build` fills (one kernel named `name`, libdevice linked where it calls
+/// it, optimized). Throws ir::UserError for an unknown architecture.
+std::string emitPtxModule(const std::string &name, const std::string &gpuArch,
+                          const std::function<void(llvm::Module &)> &build);
+
+/// The host function `name` of the module `build` fills, compiled by the process's JIT for this CPU and kept
+/// in memory by name (not in the disk cache). Thread-safe.
+void *compileHostFunction(const std::string &name, const std::function<void(llvm::Module &)> &build);
 
 /// Runs LLVM's O3 pipeline for `machine` over `module` (verified first: a broken module is a compiler bug).
 /// With `useLibmvec`, loops over math functions may call glibc's vector variants (the process must be able to

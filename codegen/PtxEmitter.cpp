@@ -102,22 +102,39 @@ void linkLibdevice(llvm::Module &module) {
       << "cannot link libdevice into " << module.getName().str();
 }
 
-/// The optimized NVPTX module of `spec`: the kernel, the libdevice functions it uses (internal, mostly
-/// inlined), nvvm-reflect-ftz = 0 (libdevice keeps denormals, as the CPU does).
+/// The optimized NVPTX module of the kernel `name` that `build` adds: the kernel, the libdevice functions it
+/// uses (internal, mostly inlined), nvvm-reflect-ftz = 0 (libdevice keeps denormals, as the CPU does).
+std::unique_ptr<llvm::Module> buildDeviceModule(llvm::LLVMContext &context, const std::string &name,
+                                                llvm::TargetMachine &machine,
+                                                const std::function<void(llvm::Module &)> &build) {
+  auto module = std::make_unique<llvm::Module>(name, context);
+  module->setTargetTriple(kTriple);
+  module->setDataLayout(machine.createDataLayout());
+  module->addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t{0});
+  build(*module);
+  linkLibdevice(*module);
+  llvm::internalizeModule(*module, [&](const llvm::GlobalValue &value) { return value.getName() == name; });
+  optimizeModule(*module, machine, /*useLibmvec=*/false);
+  return module;
+}
+
 std::unique_ptr<llvm::Module> buildDeviceModule(llvm::LLVMContext &context, const KernelSpec &spec,
                                                 llvm::TargetMachine &machine) {
   TG_ASSERT(spec.body && (!spec.body->body.empty() || (spec.body->reduction && spec.body->numInputs() == 1)))
       << "a kernel needs a scalar body (or a reduction of one input)";
   std::string name = kernelName(spec);
-  auto module = std::make_unique<llvm::Module>(name, context);
-  module->setTargetTriple(kTriple);
-  module->setDataLayout(machine.createDataLayout());
-  module->addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t{0});
-  buildPtxKernel(*module, spec, name);
-  linkLibdevice(*module);
-  llvm::internalizeModule(*module, [&](const llvm::GlobalValue &value) { return value.getName() == name; });
-  optimizeModule(*module, machine, /*useLibmvec=*/false);
-  return module;
+  return buildDeviceModule(context, name, machine,
+                           [&](llvm::Module &module) { buildPtxKernel(module, spec, name); });
+}
+
+std::string printPtx(llvm::Module &module, llvm::TargetMachine &machine) {
+  llvm::SmallString<0> ptx;
+  llvm::raw_svector_ostream stream(ptx);
+  llvm::legacy::PassManager passes;
+  TG_ASSERT(!machine.addPassesToEmitFile(passes, stream, nullptr, llvm::CodeGenFileType::AssemblyFile))
+      << "the NVPTX target cannot emit PTX";
+  passes.run(module);
+  return ptx.str().str();
 }
 
 } // namespace
@@ -140,14 +157,17 @@ std::string emitPtx(const KernelSpec &spec, const std::string &gpuArch) {
   std::unique_ptr<llvm::TargetMachine> machine = createMachine(gpuArch);
   llvm::LLVMContext context;
   std::unique_ptr<llvm::Module> module = buildDeviceModule(context, spec, *machine);
-  llvm::SmallString<0> ptx;
-  llvm::raw_svector_ostream stream(ptx);
-  llvm::legacy::PassManager passes;
-  TG_ASSERT(!machine->addPassesToEmitFile(passes, stream, nullptr, llvm::CodeGenFileType::AssemblyFile))
-      << "the NVPTX target cannot emit PTX";
-  passes.run(*module);
-  writeKernelCacheEntry(key, std::string_view(ptx.data(), ptx.size()));
-  return ptx.str().str();
+  std::string ptx = printPtx(*module, *machine);
+  writeKernelCacheEntry(key, ptx);
+  return ptx;
+}
+
+std::string emitPtxModule(const std::string &name, const std::string &gpuArch,
+                          const std::function<void(llvm::Module &)> &build) {
+  std::unique_ptr<llvm::TargetMachine> machine = createMachine(gpuArch);
+  llvm::LLVMContext context;
+  std::unique_ptr<llvm::Module> module = buildDeviceModule(context, name, *machine, build);
+  return printPtx(*module, *machine);
 }
 
 } // namespace tg::codegen

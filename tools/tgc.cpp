@@ -269,22 +269,35 @@ codegen::Layout staticLayout(const ir::Node &node) {
 }
 
 /// --emit=llvm: the LLVM IR of every host kernel; --emit=ptx: the PTX of every device kernel, or of every
-/// kernel when nothing runs on a device. Each is headed by a comment naming its node and source line.
+/// kernel when nothing runs on a device, and of the generated matmul kernel for each device matmul (what a
+/// GPU without cuBLAS runs). Each is headed by a comment naming its node and source line.
 std::string printKernels(const ir::Program &program, const Options &options) {
   bool ptx = options.emit == "ptx";
   std::vector<const ir::Node *> kernels;
   bool anyDevice = false;
-  for (const ir::Node *node : program.graph.toposort())
-    if (node->op().kind() == ir::OpKind::Fused) {
+  for (const ir::Node *node : program.graph.toposort()) {
+    bool device = node->op().place() == ir::Place::Device;
+    ir::DType dtype = node->output()->type().dtype;
+    bool generatedMatmul = ptx && device && node->op().kind() == ir::OpKind::Matmul &&
+                           (dtype == ir::DType::F32 || dtype == ir::DType::F64);
+    if (node->op().kind() == ir::OpKind::Fused || generatedMatmul) {
       kernels.push_back(node);
-      anyDevice = anyDevice || node->op().place() == ir::Place::Device;
+      anyDevice = anyDevice || device;
     }
+  }
   std::ostringstream out;
   const char *comment = ptx ? "//" : ";";
   size_t index = 0;
   for (const ir::Node *node : kernels) {
     bool device = node->op().place() == ir::Place::Device;
     if (ptx ? anyDevice && !device : device) continue;
+    if (node->op().kind() == ir::OpKind::Matmul) {
+      ir::DType dtype = node->output()->type().dtype;
+      out << comment << " kernel " << index++ << ": matmul -> " << node->output()->type().str()
+          << ", the generated kernel (used without cuBLAS), at " << node->loc().str() << "\n"
+          << codegen::emitMatmulPtx(dtype, options.gpuArch) << "\n";
+      continue;
+    }
     codegen::Layout layout = staticLayout(*node);
     const ir::ScalarGraph &body = *node->op().attrs().body;
     out << comment << " kernel " << index++ << ": " << node->op().str() << " -> "

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -144,7 +145,9 @@ public:
       return op.attrs().body->reduction ? reduce(op, inputs, dtype) : elementwise(*op.attrs().body, inputs);
     case OpKind::Matmul:
       if (Tensor product = matmul(inputs[0], inputs[1], dtype); product.defined()) return product;
-      return staged(node, inputs, cublasMissing_.empty() ? "matmul of this type or rank" : cublasMissing_);
+      return staged(node, inputs,
+                    "no CUDA kernel for a matmul of " + std::string(ir::dtypeName(dtype)) +
+                        " or above two dimensions yet");
     case OpKind::Transpose:
     case OpKind::BroadcastTo:
     case OpKind::Slice: // views: no element is read
@@ -179,9 +182,9 @@ public:
     std::ostringstream text;
     DeviceAllocator::Stats memory = context_->allocator->stats();
     text << "cuda: " << launches_ << " kernel launches, " << modules_.size() << " modules loaded, " << gemms_
-         << " cuBLAS gemms" << (cublas_ ? "" : " (" + cublasMissing_ + ")")
-         << "; device memory: " << memory.driverAllocations << " cuMemAlloc, " << memory.reused
-         << " reused, peak " << (memory.peakBytesInUse >> 10) << " KiB";
+         << " cuBLAS gemms" << (cublas_ ? "" : " (" + cublasMissing_ + ")") << ", " << generatedMatmuls_
+         << " generated matmuls; device memory: " << memory.driverAllocations << " cuMemAlloc, "
+         << memory.reused << " reused, peak " << (memory.peakBytesInUse >> 10) << " KiB";
     for (const auto &[op, why] : stagedReasons_)
       text << "\ncuda: " << stagedCounts_.at(op) << " " << op
            << " node(s) ran on the host through staging: " << why;
@@ -223,16 +226,20 @@ private:
 
   /// The function of the kernel for `spec`, its PTX compiled (or read from the kernel cache) and loaded once.
   CUfunction function(const codegen::KernelSpec &spec) {
-    std::string name = codegen::kernelName(spec);
+    return function(codegen::kernelName(spec), [&] { return codegen::emitPtx(spec, arch_); });
+  }
+
+  /// The kernel `name`, loaded once from the PTX that `ptx` makes.
+  CUfunction function(const std::string &name, const std::function<std::string()> &ptx) {
     if (auto found = functions_.find(name); found != functions_.end()) return found->second;
-    std::string ptx = codegen::emitPtx(spec, arch_);
+    std::string text = ptx();
     char errorLog[8192] = {}, infoLog[8192] = {};
     CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
                               CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
     void *values[] = {errorLog, reinterpret_cast<void *>(sizeof errorLog - 1), infoLog,
                       reinterpret_cast<void *>(sizeof infoLog - 1)};
     CUmodule module = nullptr;
-    CUresult loaded = driver().api().cuModuleLoadDataEx(&module, ptx.c_str(), 4, options, values);
+    CUresult loaded = driver().api().cuModuleLoadDataEx(&module, text.c_str(), 4, options, values);
     if (loaded != CUDA_SUCCESS)
       throw ir::UserError("cuModuleLoadDataEx failed for kernel " + name + " (" + arch_ + "): " +
                           driver().describe(loaded) + (errorLog[0] ? ":\n" + std::string(errorLog) : ""));
@@ -264,9 +271,10 @@ private:
             base + (rank + strideCount + numInputs) * 8};
   }
 
-  void launch(CUfunction function, unsigned blocks, unsigned threads, std::vector<void *> parameters) {
-    TG_CUDA_CHECK(driver(), cuLaunchKernel, function, blocks, 1, 1, threads, 1, 1, 0, context_->stream,
-                  parameters.data(), nullptr);
+  void launch(CUfunction function, unsigned blocks, unsigned threads, std::vector<void *> parameters,
+              unsigned blocksY = 1, unsigned threadsY = 1) {
+    TG_CUDA_CHECK(driver(), cuLaunchKernel, function, blocks, blocksY, 1, threads, threadsY, 1, 0,
+                  context_->stream, parameters.data(), nullptr);
     ++launches_;
   }
 
@@ -318,10 +326,11 @@ private:
     return bound.output;
   }
 
-  /// Through cuBLAS: f32 or f64 operands of rank 1 or 2. An undefined tensor when this cannot.
+  /// Through cuBLAS, or the generated matmul kernel without it: f32 or f64 operands of rank 1 or 2. An
+  /// undefined tensor when neither can.
   Tensor matmul(const Tensor &left, const Tensor &right, ir::DType dtype) {
     bool floating = dtype == ir::DType::F32 || dtype == ir::DType::F64;
-    if (!cublas_ || !floating || left.rank() > 2 || right.rank() > 2) return {};
+    if (!floating || left.rank() > 2 || right.rank() > 2) return {};
     auto asMatrix = [](const Tensor &x, bool isLeft) {
       if (x.rank() == 2) return x;
       int64_t size = x.shape()[0], stride = x.strides()[0];
@@ -343,10 +352,31 @@ private:
       TG_CUDA_CHECK(driver(), cuMemsetD8Async, deviceAddress(out), 0, byteSize(out), context_->stream);
       return result;
     }
+    if (!cublas_) {
+      generatedMatmul(a, b, out);
+      return result;
+    }
     cublas_->gemm(dtype, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), operand(a),
                   operand(b), deviceAddress(out));
     ++gemms_;
     return result;
+  }
+
+  /// out (n x m) = a @ b by the generated kernel (codegen's matmul section), reading a and b in place.
+  void generatedMatmul(const Tensor &a, const Tensor &b, const Tensor &out) {
+    ir::DType dtype = out.dtype();
+    CUfunction kernel =
+        function(codegen::matmulKernelName(dtype), [&] { return codegen::emitMatmulPtx(dtype, arch_); });
+    int64_t n = a.shape()[0], k = a.shape()[1], m = b.shape()[1];
+    int64_t aRow = a.strides()[0], aCol = a.strides()[1], bRow = b.strides()[0], bCol = b.strides()[1];
+    CUdeviceptr aData = deviceAddress(a), bData = deviceAddress(b), cData = deviceAddress(out);
+    auto blocks = [](int64_t size) {
+      return static_cast<unsigned>((size + codegen::kMatmulTile - 1) / codegen::kMatmulTile);
+    };
+    launch(kernel, blocks(m), codegen::kMatmulThreads,
+           {&n, &m, &k, &aData, &aRow, &aCol, &bData, &bRow, &bCol, &cData}, blocks(n),
+           codegen::kMatmulThreads);
+    ++generatedMatmuls_;
   }
 
   /// A matrix as cuBLAS reads it: in place when row-major or transposed, else a contiguous copy.
@@ -461,7 +491,7 @@ private:
   std::vector<CUmodule> modules_;
   std::vector<Staging> staging_;
   bool stagingTried_ = false;
-  size_t launches_ = 0, gemms_ = 0;
+  size_t launches_ = 0, gemms_ = 0, generatedMatmuls_ = 0;
   std::map<std::string, size_t> stagedCounts_;
   std::map<std::string, std::string> stagedReasons_;
 };

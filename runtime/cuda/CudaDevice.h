@@ -4,7 +4,8 @@
 //
 //   fused node, elementwise op     the generated kernel (an unfused elementwise op is a one-op program)
 //   fused or plain reduction       the generated reduction kernel (warp shuffles, one block per output)
-//   matmul                         cuBLAS gemm (f32, f64, up to 2-D, row-major or transposed operands)
+//   matmul                         cuBLAS gemm (f32, f64, up to 2-D, row-major or transposed operands), or
+//                                  without cuBLAS the generated matmul kernel (Kernel.h) on the same operands
 //   transpose, broadcast_to,       views of device memory (reshape of a non-contiguous value copies it
 //   slice, reshape                 with a generated kernel first)
 //   anything else                  staged: inputs copied to the host, the CPU kernel, the result copied

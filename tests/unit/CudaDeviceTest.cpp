@@ -212,6 +212,23 @@ TEST_F(CudaDeviceTest, MatmulGoesThroughCublasWithRowMajorOperands) {
   EXPECT_NE(device->report().find("2 cuBLAS gemms"), std::string::npos) << device->report();
 }
 
+TEST_F(CudaDeviceTest, WithoutCublasMatmulLaunchesTheGeneratedKernel) {
+  Graph graph;
+  auto matrix = [&](int64_t rows, int64_t cols, const char *name) {
+    return graph.addInput(
+        TensorType{DType::F32, {tg::ir::Dim::of(rows), tg::ir::Dim::of(cols)}, Place::Device}, name);
+  };
+  tg::ir::Node *product =
+      graph.addNode(Op(OpKind::Matmul, {}, Place::Device), {matrix(100, 3, "a"), matrix(3, 70, "b")});
+  std::unique_ptr<Device> device = tg::runtime::cuda::openCudaDevice();
+  Tensor result = device->run(
+      *product, {device->upload(range(DType::F32, {100, 3})), device->upload(range(DType::F32, {3, 70}))});
+  EXPECT_EQ(result.shape(), (std::vector<int64_t>{100, 70}));
+  // 64 x 64 outputs a block: 2 x 2 blocks of 16 x 16 threads.
+  EXPECT_EQ(count("cuLaunchKernel tgc_matmul_f32 grid=2x2x1 block=16x16x1"), 1u) << log();
+  EXPECT_NE(device->report().find("1 generated matmuls"), std::string::npos) << device->report();
+}
+
 TEST_F(CudaDeviceTest, OpsWithoutAKernelAreStagedThroughTheHostAndReported) {
   Graph graph;
   tg::ir::Value *x =

@@ -1,0 +1,185 @@
+// The matmul kernel (Kernel.h): one body of index math and multiply-adds, placed in a PTX entry (thread and
+// block indices from the special registers) or in a simulated-device function (a loop over the threads of
+// one block), so that what the tests run on the CPU is what the GPU runs.
+#include "codegen/Kernel.h"
+#include "codegen/KernelBuilder.h"
+#include "ir/Assert.h"
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+#include <llvm/IR/Module.h>
+
+namespace tg::codegen {
+
+namespace {
+
+using llvm::Value;
+
+constexpr int64_t kPerThread = kMatmulTile / kMatmulThreads; // outputs per thread along each axis
+
+struct MatmulOperands {
+  Value *n, *m, *k, *a, *aRowStride, *aColStride, *b, *bRowStride, *bColStride, *c;
+};
+
+llvm::Type *elementType(llvm::LLVMContext &context, ir::DType dtype) {
+  TG_ASSERT(dtype == ir::DType::F32 || dtype == ir::DType::F64)
+      << "matmul kernel of " << ir::dtypeName(dtype);
+  return dtype == ir::DType::F32 ? llvm::Type::getFloatTy(context) : llvm::Type::getDoubleTy(context);
+}
+
+/// Thread (tx, ty) of block (bx, by): its 4 x 4 outputs, each a sum over k of products, in order.
+void emitThread(llvm::IRBuilder<> &b, llvm::Type *element, const MatmulOperands &in, Value *blockX,
+                Value *blockY, Value *threadX, Value *threadY) {
+  llvm::Function *function = b.GetInsertBlock()->getParent();
+  llvm::LLVMContext &context = b.getContext();
+  llvm::Type *i64 = b.getInt64Ty();
+  Value *rowBase = b.CreateAdd(b.CreateMul(blockY, b.getInt64(kMatmulTile)), threadY, "row.base");
+  Value *colBase = b.CreateAdd(b.CreateMul(blockX, b.getInt64(kMatmulTile)), threadX, "col.base");
+  Value *rows[kPerThread], *cols[kPerThread], *rowInside[kPerThread], *colInside[kPerThread];
+  for (int64_t i = 0; i < kPerThread; ++i) {
+    rows[i] = b.CreateAdd(rowBase, b.getInt64(i * kMatmulThreads));
+    cols[i] = b.CreateAdd(colBase, b.getInt64(i * kMatmulThreads));
+    rowInside[i] = b.CreateICmpSLT(rows[i], in.n);
+    colInside[i] = b.CreateICmpSLT(cols[i], in.m);
+    // Outside rows and columns read row or column 0 (always there when the loop runs) and are not stored.
+    rows[i] = b.CreateSelect(rowInside[i], rows[i], b.getInt64(0));
+    cols[i] = b.CreateSelect(colInside[i], cols[i], b.getInt64(0));
+  }
+  // for (p = 0; p < k; ++p) acc[i][j] += a[row_i, p] * b[p, col_j]
+  llvm::BasicBlock *preheader = b.GetInsertBlock();
+  llvm::BasicBlock *loop = llvm::BasicBlock::Create(context, "k.loop", function);
+  llvm::BasicBlock *store = llvm::BasicBlock::Create(context, "store", function);
+  Value *zero = llvm::ConstantFP::get(element, 0.0);
+  b.CreateCondBr(b.CreateICmpSGT(in.k, b.getInt64(0)), loop, store);
+  b.SetInsertPoint(loop);
+  llvm::PHINode *p = b.CreatePHI(i64, 2, "p");
+  p->addIncoming(b.getInt64(0), preheader);
+  llvm::PHINode *acc[kPerThread][kPerThread];
+  for (int64_t i = 0; i < kPerThread; ++i)
+    for (int64_t j = 0; j < kPerThread; ++j) {
+      acc[i][j] = b.CreatePHI(element, 2, "acc");
+      acc[i][j]->addIncoming(zero, preheader);
+    }
+  Value *aValues[kPerThread], *bValues[kPerThread];
+  for (int64_t i = 0; i < kPerThread; ++i) {
+    Value *aIndex = b.CreateAdd(b.CreateMul(rows[i], in.aRowStride), b.CreateMul(p, in.aColStride));
+    aValues[i] = b.CreateLoad(element, b.CreateGEP(element, in.a, aIndex), "a");
+    Value *bIndex = b.CreateAdd(b.CreateMul(p, in.bRowStride), b.CreateMul(cols[i], in.bColStride));
+    bValues[i] = b.CreateLoad(element, b.CreateGEP(element, in.b, bIndex), "b");
+  }
+  Value *next[kPerThread][kPerThread];
+  for (int64_t i = 0; i < kPerThread; ++i)
+    for (int64_t j = 0; j < kPerThread; ++j)
+      next[i][j] = b.CreateFAdd(acc[i][j], b.CreateFMul(aValues[i], bValues[j]));
+  Value *pNext = b.CreateAdd(p, b.getInt64(1), "p.next");
+  llvm::BasicBlock *latch = b.GetInsertBlock();
+  p->addIncoming(pNext, latch);
+  for (int64_t i = 0; i < kPerThread; ++i)
+    for (int64_t j = 0; j < kPerThread; ++j)
+      acc[i][j]->addIncoming(next[i][j], latch);
+  b.CreateCondBr(b.CreateICmpSLT(pNext, in.k), loop, store);
+
+  b.SetInsertPoint(store);
+  Value *sums[kPerThread][kPerThread];
+  for (int64_t i = 0; i < kPerThread; ++i)
+    for (int64_t j = 0; j < kPerThread; ++j) {
+      llvm::PHINode *sum = b.CreatePHI(element, 2, "sum");
+      sum->addIncoming(zero, preheader);
+      sum->addIncoming(next[i][j], latch);
+      sums[i][j] = sum;
+    }
+  for (int64_t i = 0; i < kPerThread; ++i)
+    for (int64_t j = 0; j < kPerThread; ++j) {
+      llvm::BasicBlock *write = llvm::BasicBlock::Create(context, "write", function);
+      llvm::BasicBlock *after = llvm::BasicBlock::Create(context, "after", function);
+      b.CreateCondBr(b.CreateAnd(rowInside[i], colInside[j]), write, after);
+      b.SetInsertPoint(write);
+      Value *index = b.CreateAdd(b.CreateMul(rows[i], in.m), cols[j]);
+      b.CreateStore(sums[i][j], b.CreateGEP(element, in.c, index));
+      b.CreateBr(after);
+      b.SetInsertPoint(after);
+    }
+}
+
+} // namespace
+
+std::string matmulKernelName(ir::DType dtype) {
+  return std::string("tgc_matmul_") + ir::dtypeName(dtype);
+}
+
+llvm::Function *buildMatmulPtxKernel(llvm::Module &module, ir::DType dtype, const std::string &name) {
+  llvm::LLVMContext &context = module.getContext();
+  llvm::Type *i64 = llvm::Type::getInt64Ty(context);
+  llvm::Type *global = llvm::PointerType::get(context, 1);
+  auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(context),
+                                       {i64, i64, i64, global, i64, i64, global, i64, i64, global}, false);
+  llvm::Function *function = llvm::Function::Create(type, llvm::Function::ExternalLinkage, name, module);
+  function->setCallingConv(llvm::CallingConv::PTX_Kernel);
+  function->addFnAttr(llvm::Attribute::NoUnwind);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", function));
+  auto arg = [&](unsigned i) { return function->getArg(i); };
+  MatmulOperands operands{arg(0), arg(1), arg(2), arg(3), arg(4), arg(5), arg(6), arg(7), arg(8), arg(9)};
+  auto special = [&](llvm::Intrinsic::ID id) { return b.CreateZExt(b.CreateIntrinsic(id, {}, {}), i64); };
+  emitThread(b, elementType(context, dtype), operands, special(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x),
+             special(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_y),
+             special(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x),
+             special(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_y));
+  b.CreateRetVoid();
+  return function;
+}
+
+llvm::Function *buildMatmulSimKernel(llvm::Module &module, ir::DType dtype, const std::string &name) {
+  llvm::LLVMContext &context = module.getContext();
+  llvm::Type *i64 = llvm::Type::getInt64Ty(context), *pointer = llvm::PointerType::getUnqual(context);
+  auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(context), {pointer, i64, i64}, false);
+  llvm::Function *function = llvm::Function::Create(type, llvm::Function::ExternalLinkage, name, module);
+  function->addFnAttr(llvm::Attribute::NoUnwind);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", function));
+  // MatmulArgs, field by field (all 8 bytes).
+  auto field = [&](unsigned index, llvm::Type *fieldType) {
+    return b.CreateLoad(fieldType, b.CreateConstGEP1_64(i64, function->getArg(0), index));
+  };
+  MatmulOperands operands{field(0, i64), field(1, i64),    field(2, i64),     field(3, pointer),
+                          field(4, i64), field(5, i64),    field(6, pointer), field(7, i64),
+                          field(8, i64), field(9, pointer)};
+  // for (ty = 0; ty < 16; ++ty) for (tx = 0; tx < 16; ++tx) thread (tx, ty)
+  llvm::BasicBlock *entry = b.GetInsertBlock();
+  llvm::BasicBlock *outer = llvm::BasicBlock::Create(context, "ty.loop", function);
+  llvm::BasicBlock *inner = llvm::BasicBlock::Create(context, "tx.loop", function);
+  b.CreateBr(outer);
+  b.SetInsertPoint(outer);
+  llvm::PHINode *threadY = b.CreatePHI(i64, 2, "ty");
+  threadY->addIncoming(b.getInt64(0), entry);
+  b.CreateBr(inner);
+  b.SetInsertPoint(inner);
+  llvm::PHINode *threadX = b.CreatePHI(i64, 2, "tx");
+  threadX->addIncoming(b.getInt64(0), outer);
+  emitThread(b, elementType(context, dtype), operands, function->getArg(1), function->getArg(2), threadX,
+             threadY);
+  Value *nextX = b.CreateAdd(threadX, b.getInt64(1));
+  threadX->addIncoming(nextX, b.GetInsertBlock());
+  llvm::BasicBlock *innerEnd = llvm::BasicBlock::Create(context, "tx.end", function);
+  b.CreateCondBr(b.CreateICmpSLT(nextX, b.getInt64(kMatmulThreads)), inner, innerEnd);
+  b.SetInsertPoint(innerEnd);
+  Value *nextY = b.CreateAdd(threadY, b.getInt64(1));
+  threadY->addIncoming(nextY, innerEnd);
+  llvm::BasicBlock *exit = llvm::BasicBlock::Create(context, "exit", function);
+  b.CreateCondBr(b.CreateICmpSLT(nextY, b.getInt64(kMatmulThreads)), outer, exit);
+  b.SetInsertPoint(exit);
+  b.CreateRetVoid();
+  return function;
+}
+
+std::string emitMatmulPtx(ir::DType dtype, const std::string &gpuArch) {
+  std::string name = matmulKernelName(dtype);
+  return emitPtxModule(name, gpuArch,
+                       [&](llvm::Module &module) { buildMatmulPtxKernel(module, dtype, name); });
+}
+
+SimMatmulKernel compileSimMatmulKernel(ir::DType dtype) {
+  std::string name = matmulKernelName(dtype) + "_sim";
+  return reinterpret_cast<SimMatmulKernel>(
+      compileHostFunction(name, [&](llvm::Module &module) { buildMatmulSimKernel(module, dtype, name); }));
+}
+
+} // namespace tg::codegen

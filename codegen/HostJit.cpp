@@ -44,13 +44,18 @@ struct CacheKey {
   ir::ScalarGraph body;
   Layout layout;
   HostKind kind;
+  std::vector<InnerStride> innerStrides;
   bool operator==(const CacheKey &other) const {
-    return layout == other.layout && kind == other.kind && body == other.body;
+    return layout == other.layout && kind == other.kind && innerStrides == other.innerStrides &&
+           body == other.body;
   }
 };
 struct CacheKeyHash {
   size_t operator()(const CacheKey &key) const {
-    return key.body.hash() * 31 + static_cast<size_t>(key.layout) * 2 + static_cast<size_t>(key.kind);
+    size_t hash = key.body.hash() * 31 + static_cast<size_t>(key.layout) * 2 + static_cast<size_t>(key.kind);
+    for (InnerStride stride : key.innerStrides)
+      hash = hash * 3 + static_cast<size_t>(stride);
+    return hash;
   }
 };
 
@@ -96,7 +101,7 @@ public:
               (!spec.body->body.empty() || (spec.body->reduction && spec.body->numInputs() == 1)))
         << "a kernel needs a scalar body (or a reduction of one input)";
     std::lock_guard<std::mutex> lock(mutex);
-    CacheKey key{*spec.body, spec.layout, kind};
+    CacheKey key{*spec.body, spec.layout, kind, spec.innerStrides};
     if (auto found = cache.find(key); found != cache.end()) return found->second;
 
     // An object from the disk defines kernelName's symbol: when another body in this process holds that name
@@ -140,7 +145,8 @@ public:
     function->addFnAttr("target-cpu", cpuName);
     function->addFnAttr("target-features", cpuFeatures);
     optimizeModule(*module, *machine, hasLibmvec);
-    if (llvm::Error error = jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), std::move(context)))) {
+    if (llvm::Error error =
+            jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), std::move(context)))) {
       std::string message = llvm::toString(std::move(error));
       TG_ASSERT(false) << "cannot add " << name << " to the JIT: " << message;
     }
@@ -244,7 +250,7 @@ private:
   std::unique_ptr<llvm::orc::LLJIT> jit;
   bool hasLibmvec = false;
   std::unordered_map<CacheKey, void *, CacheKeyHash> cache;
-  std::unordered_set<std::string> names; // symbols defined in the JIT
+  std::unordered_set<std::string> names;             // symbols defined in the JIT
   std::unordered_map<std::string, void *> functions; // compileFunction's, by name
 };
 

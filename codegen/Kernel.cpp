@@ -55,6 +55,17 @@ ir::DType kernelOutputDtype(const ir::ScalarGraph &body) {
   }
 }
 
+std::vector<InnerStride> innerStridePattern(const std::vector<int64_t> &strides, size_t numInputs,
+                                            size_t rank) {
+  std::vector<InnerStride> pattern(numInputs, InnerStride::Zero);
+  if (rank == 0) return pattern;
+  for (size_t k = 0; k < numInputs; ++k) {
+    int64_t stride = strides[k * rank + rank - 1];
+    pattern[k] = stride == 1 ? InnerStride::Unit : stride == 0 ? InnerStride::Zero : InnerStride::Any;
+  }
+  return pattern;
+}
+
 std::string kernelName(const KernelSpec &spec) {
   StableHash hash;
   hash.add(static_cast<uint8_t>(spec.layout));
@@ -71,6 +82,8 @@ std::string kernelName(const KernelSpec &spec) {
   }
   hash.add(
       static_cast<uint16_t>(spec.body->reduction ? static_cast<uint16_t>(*spec.body->reduction) + 1 : 0));
+  for (InnerStride stride : spec.innerStrides) // nothing when empty: names of unspecialized kernels stay
+    hash.add(static_cast<uint8_t>(stride));
   char digits[17];
   std::snprintf(digits, sizeof digits, "%016llx", static_cast<unsigned long long>(hash.value()));
   return std::string("tgc_fused_") + digits;

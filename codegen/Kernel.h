@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace tg::codegen {
 
@@ -97,11 +98,25 @@ enum : int32_t {
 /// The message for an error code, in the CPU kernels' words (for ir::UserError).
 const char *kernelErrorMessage(int32_t code);
 
+/// An input's stride along the innermost axis, when a host Strided elementwise kernel is compiled for it:
+/// a unit or zero stride is a constant in the code, so the row loop vectorizes with plain or broadcast loads
+/// and needs no versioning on run-time strides.
+enum class InnerStride : uint8_t { Any, Unit, Zero };
+
 struct KernelSpec {
   const ir::ScalarGraph *body; // each instruction's dtype one the CPU accepts; `reduction` set makes a
                                // reduction kernel (its axes are run-time arguments: KernelArgs::reducedRank)
   Layout layout;
+  /// Host Strided elementwise kernels: one per input, what the run-time strides will be along the last
+  /// axis (of rank-0 outputs: Zero). Empty means Any for every input; other kernels ignore it and want it
+  /// empty (it is part of every cache key).
+  std::vector<InnerStride> innerStrides = {};
 };
+
+/// The innermost-axis stride pattern of inputs with `strides` (input-major, `rank` each): what a host
+/// Strided elementwise kernel may be specialized for.
+std::vector<InnerStride> innerStridePattern(const std::vector<int64_t> &strides, size_t numInputs,
+                                            size_t rank);
 
 /// The dtype a kernel of `body` stores: the program's result, or for a reduction the CPU's result dtype
 /// (sum/prod: ints and bools give i64; mean: ints and bools give f64; any/all: bool; max/min: unchanged).
@@ -134,14 +149,14 @@ SimDeviceKernel compileSimDeviceKernel(const KernelSpec &spec);
 
 // ---- The matmul kernel (codegen/MatmulKernel.cpp): matmul on a CUDA device without cuBLAS ----
 //
-// c (n x m, C order) = a (n x k) @ b (k x m), a and b read through strides in elements (so transposed views are
-// read in place), f32 or f64, products summed in order of k. Blocks of kMatmulThreads x kMatmulThreads
+// c (n x m, C order) = a (n x k) @ b (k x m), a and b read through strides in elements (so transposed views
+// are read in place), f32 or f64, products summed in order of k. Blocks of kMatmulThreads x kMatmulThreads
 // threads; block (x, y) computes the kMatmulTile x kMatmulTile outputs from row y * kMatmulTile and column
-// x * kMatmulTile, thread (tx, ty) the 4 x 4 of them at rows ty + 16 i and columns tx + 16 j (adjacent threads
-// read adjacent columns of b and write adjacent outputs). The PTX entry matmulKernelName(dtype) has the
-// parameters (i64 n, i64 m, i64 k, ptr a, i64 aRowStride, i64 aColStride, ptr b, i64 bRowStride,
-// i64 bColStride, ptr c) and is launched over a grid of ceil(m / kMatmulTile) x ceil(n / kMatmulTile) blocks;
-// the simulated-device function runs the same threads of one block in turn.
+// x * kMatmulTile, thread (tx, ty) the 4 x 4 of them at rows ty + 16 i and columns tx + 16 j (adjacent
+// threads read adjacent columns of b and write adjacent outputs). The PTX entry matmulKernelName(dtype) has
+// the parameters (i64 n, i64 m, i64 k, ptr a, i64 aRowStride, i64 aColStride, ptr b, i64 bRowStride, i64
+// bColStride, ptr c) and is launched over a grid of ceil(m / kMatmulTile) x ceil(n / kMatmulTile) blocks; the
+// simulated-device function runs the same threads of one block in turn.
 
 constexpr int64_t kMatmulThreads = 16, kMatmulTile = 64;
 

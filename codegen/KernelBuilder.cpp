@@ -213,7 +213,8 @@ protected:
   ///           index[0..rank) = unravel(begin); rowBase[k] = offset of begin's row start in input k
   ///   row:    length = min(innerSize - innerStart, end - position)
   ///   inner:  for t in [innerStart, innerStart + length): output[position - innerStart + t] =
-  ///               body(inputs[k][rowBase[k] + t * innerStride[k]]...)
+  ///               body(inputs[k][rowBase[k] + t * innerStride[k]]...)   (innerStride[k] a constant 1 or 0
+  ///               where the spec says so: plain or broadcast vector loads, no versioning)
   ///           position += length; if position == end: return
   ///   carry:  innerStart = 0; for j = rank-2 down: index[j]++, rowBase[k] += strides[k][j]; stop unless it
   ///           wrapped to shape[j] (then index[j] = 0, rowBase[k] -= shape[j] * strides[k][j])
@@ -228,7 +229,11 @@ protected:
     InnerAxis innermost =
         innerAxis(operands, builder.CreateICmpSGT(operands.rank, builder.getInt64(0)), "unravel");
     Value *innerSize = innermost.size;
-    const std::vector<Value *> &innerStrides = innermost.strides;
+    // A stride the kernel is specialized for is a constant (KernelSpec::innerStrides).
+    std::vector<Value *> innerStrides = innermost.strides;
+    for (size_t k = 0; k < spec.innerStrides.size(); ++k)
+      if (spec.innerStrides[k] != InnerStride::Any)
+        innerStrides[k] = builder.getInt64(spec.innerStrides[k] == InnerStride::Unit ? 1 : 0);
 
     // index[j] and rowBase[k] for begin, from the last axis to the first.
     Value *index = builder.CreateAlloca(i64, operands.rank, "index");
@@ -814,6 +819,9 @@ llvm::Function *declareKernel(llvm::Module &module, const std::string &name, llv
 } // namespace
 
 llvm::Function *buildHostKernel(llvm::Module &module, const KernelSpec &spec, const std::string &name) {
+  TG_ASSERT(spec.innerStrides.empty() || (spec.layout == Layout::Strided && !spec.body->reduction &&
+                                          spec.innerStrides.size() == spec.body->numInputs()))
+      << "inner strides are for host Strided elementwise kernels, one per input";
   llvm::LLVMContext &context = module.getContext();
   llvm::Type *i64 = llvm::Type::getInt64Ty(context);
   llvm::Function *function =

@@ -190,6 +190,12 @@ KernelCacheKey kernelCacheKey(const KernelSpec &spec, CachedCode code, const std
   }
   text += std::string("\nreduction ") + (spec.body->reduction ? ir::opName(*spec.body->reduction) : "none") +
           "\n";
+  if (!spec.innerStrides.empty()) {
+    text += "inner strides";
+    for (InnerStride stride : spec.innerStrides)
+      text += stride == InnerStride::Unit ? " unit" : stride == InnerStride::Zero ? " zero" : " any";
+    text += "\n";
+  }
   return KernelCacheKey{llvm::SHA256::hash(
       llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(text.data()), text.size()))};
 }

@@ -51,7 +51,10 @@ void runOnThreads(codegen::HostKernel kernel, const codegen::KernelArgs &args, i
 
 Tensor runHost(const ir::ScalarGraph &body, const std::vector<Tensor> &operands) {
   Launch launch(body, operands, Tensor::empty);
-  codegen::HostKernel kernel = codegen::compileHostKernel({&body, launch.layout});
+  codegen::KernelSpec spec{&body, launch.layout};
+  if (launch.layout == codegen::Layout::Strided) // specialized for unit and zero strides along the last axis
+    spec.innerStrides = codegen::innerStridePattern(launch.strides, operands.size(), launch.shape.size());
+  codegen::HostKernel kernel = codegen::compileHostKernel(spec);
   int64_t count = launch.output.numElements();
   runOnThreads(kernel, launch.args, count, std::clamp<int64_t>(count / kElementsPerThread, 1, hostThreads()));
   return launch.output;

@@ -624,6 +624,34 @@ TEST(CodegenGraphs, StridedRangesCrossRows) {
   EXPECT_EQ(kernel(&launch.args, 0, 0), 0);
 }
 
+TEST(CodegenGraphs, InnerStrideSpecializationsGiveTheGeneralKernelsResults) {
+  // Output [6, 37]: a contiguous (inner stride 1), b a column broadcast along the rows (inner stride 0), c a
+  // transposed view (inner stride 6, left general); the pattern the runtime computes, and ranges that cut
+  // rows.
+  GraphBuilder builder({DType::F32, DType::F32, DType::F32});
+  builder.op(OpKind::Add, DType::F32, {builder.op(OpKind::Mul, DType::F32, {0, 1}), 2});
+  Tensor a = longValues(DType::F32, 6 * 37).reshaped({6, 37});
+  Tensor b = longValues(DType::F32, 6).reshaped({6, 1});
+  Tensor c = longValues(DType::F32, 37 * 6).reshaped({37, 6}).permuted({1, 0});
+  Tensor expected = reference(builder.graph, {a, b, c});
+  Launch launch(builder.graph, {a, b, c});
+  std::vector<tg::codegen::InnerStride> pattern = tg::codegen::innerStridePattern(launch.strides, 3, 2);
+  using tg::codegen::InnerStride;
+  ASSERT_EQ(pattern, (std::vector<InnerStride>{InnerStride::Unit, InnerStride::Zero, InnerStride::Any}));
+  tg::codegen::KernelSpec spec{&builder.graph, Layout::Strided, pattern};
+  EXPECT_NE(tg::codegen::kernelName(spec), tg::codegen::kernelName({&builder.graph, Layout::Strided}));
+  tg::codegen::HostKernel kernel = tg::codegen::compileHostKernel(spec);
+  for (int64_t cut : {0, 1, 36, 37, 38, 100, 222}) {
+    Launch run(builder.graph, {a, b, c});
+    ASSERT_EQ(kernel(&run.args, 0, cut), 0);
+    ASSERT_EQ(kernel(&run.args, cut, 222), 0);
+    expectMatches(run.output, expected, 0, 0, "cut at " + std::to_string(cut));
+  }
+  // A 0-d output: every input is read at offset 0 (pattern Zero).
+  EXPECT_EQ(tg::codegen::innerStridePattern({}, 2, 0),
+            (std::vector<InnerStride>{InnerStride::Zero, InnerStride::Zero}));
+}
+
 TEST(CodegenErrors, NegativeIntegerPower) {
   for (DType dtype : {DType::I32, DType::I64}) {
     ScalarGraph graph = singleOp(OpKind::Pow, {dtype, dtype});

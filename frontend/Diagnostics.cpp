@@ -20,6 +20,9 @@ void DiagnosticEngine::note(const SourceLoc &loc, const std::string &message) {
 
 void DiagnosticEngine::print(const SourceLoc &loc, const char *severity, const std::string &message) {
   std::string where = loc.str();
+  if (auto offset = loc.known() ? lineOffsets_.find(*loc.file) : lineOffsets_.end();
+      offset != lineOffsets_.end() && loc.line > offset->second)
+    where = *loc.file + ":" + std::to_string(loc.line - offset->second) + ":" + std::to_string(loc.column);
   out_ << (where.empty() ? "tgc" : where) << ": " << severity << ": " << message << "\n";
   if (!loc.known()) return;
   auto source = sources_.find(*loc.file);

@@ -18,6 +18,9 @@ public:
 
   /// Remembers a file's text so that diagnostics in it can show the offending line.
   void addSource(const std::string &file, std::string text);
+  /// Numbers the lines of `file` in messages from after its first `lines` lines (the REPL compiles what the
+  /// session kept, then what was typed, and reports lines of what was typed).
+  void setLineOffset(const std::string &file, int lines) { lineOffsets_[file] = lines; }
   /// Prints an error now (message starts lower-case, no trailing period) and counts it.
   void error(const SourceLoc &loc, const std::string &message);
   void note(const SourceLoc &loc, const std::string &message);
@@ -34,6 +37,7 @@ private:
 
   std::ostream &out_;
   std::map<std::string, std::string> sources_;
+  std::map<std::string, int> lineOffsets_;
   unsigned errors_ = 0;
 };
 

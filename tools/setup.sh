@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ llvm-19-dev llvm-19-tools antlr4 default-jre-headless libantlr4-runtime-dev
-  libopenblas-dev nlohmann-json3-dev python3-numpy libgtest-dev libgmock-dev)
+  libopenblas-dev nlohmann-json3-dev python3-numpy libgtest-dev libgmock-dev libedit-dev tmux)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

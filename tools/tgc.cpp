@@ -5,6 +5,7 @@
 //           [--no-cache]
 //   tgc compile FILE.tg --emit=ast|ir|opt|json|dot|llvm|ptx [-o FILE] [--gpu-arch sm_XX] [--no-cache]
 //           [optimizer options]
+//   tgc repl [--device ...] [--gpu-arch sm_XX] [--no-cache]   (also `tgc` alone on a terminal)
 //   optimizer options include --lift=global|local (the device placement strategy)
 //
 // Exit codes: 0 success, 1 a user error in the script or its inputs, 2 bad usage, 3 an internal error.
@@ -15,12 +16,10 @@
 #include "frontend/ModuleLoader.h"
 #include "ir/Npy.h"
 #include "ir/Printers.h"
-#include "ir/ScalarGraph.h"
 #include "opt/Pipeline.h"
-#include "runtime/ConstantEvaluator.h"
-#include "runtime/Print.h"
 #include "runtime/Session.h"
-#include "runtime/cuda/CudaDevice.h"
+#include "tools/Repl.h"
+#include "tools/Stages.h"
 
 #include <cctype>
 #include <cstdio>
@@ -30,21 +29,22 @@
 #include <map>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace {
 
 using namespace tg;
 
-constexpr const char *kVersion = "0.1.0";
+constexpr const char *kVersion = TGC_VERSION_STRING;
 
 constexpr const char *kUsage = R"(usage: tgc <command> [options]
 
 commands:
   run FILE.tg       compile the script and run it
   compile FILE.tg   compile the script and print a stage of it
+  repl              an interactive session (also: tgc with no arguments on a terminal); :help inside
   --help            show this help
   --version         show the version
 
@@ -136,7 +136,8 @@ Options parseOptions(int argc, char **argv) {
       if (i + 1 >= args.size()) throw UsageError{arg + " needs a value"};
       return args[++i];
     };
-    bool forRun = options.command == "run", forCompile = options.command == "compile";
+    bool forRun = options.command == "run", forCompile = options.command == "compile",
+         forRepl = options.command == "repl";
     if (arg == "--in" && forRun) {
       options.inputs.push_back(splitAssignment(arg, value()));
     } else if (arg == "--out" && forRun) {
@@ -148,7 +149,7 @@ Options parseOptions(int argc, char **argv) {
       if (text.empty() || *end || count < 0)
         throw UsageError{arg + " expects a non-negative integer, got '" + text + "'"};
       (arg == "--steps" ? options.steps : options.printEvery) = count;
-    } else if (arg == "--device" && (forRun || forCompile)) {
+    } else if (arg == "--device" && (forRun || forCompile || forRepl)) {
       options.device = value();
       if (options.device != "auto" && options.device != "cpu" && options.device != "sim" &&
           options.device != "cuda")
@@ -162,7 +163,7 @@ Options parseOptions(int argc, char **argv) {
       if (!kinds.count(options.emit))
         throw UsageError{"unknown --emit value '" + options.emit +
                          "'; expected ast, ir, opt, json, dot, llvm or ptx"};
-    } else if (arg == "--gpu-arch" && forCompile) {
+    } else if (arg == "--gpu-arch" && (forCompile || forRepl)) {
       options.gpuArch = value();
       bool valid = options.gpuArch.size() > 3 && options.gpuArch.rfind("sm_", 0) == 0 &&
                    std::isdigit(static_cast<unsigned char>(options.gpuArch[3]));
@@ -174,7 +175,7 @@ Options parseOptions(int argc, char **argv) {
       options.optProfile = true;
     } else if (arg == "--explain-placement" && forCompile) {
       options.explainPlacement = true;
-    } else if (arg == "--no-cache" && (forRun || forCompile)) {
+    } else if (arg == "--no-cache" && (forRun || forCompile || forRepl)) {
       options.kernelCache = false;
     } else if (arg == "--stop-after" || arg == "--print-after" || arg == "--opt-include" ||
                arg == "--opt-exclude") {
@@ -201,114 +202,26 @@ Options parseOptions(int argc, char **argv) {
       options.verbose = true;
     } else if (arg.size() > 1 && arg[0] == '-') {
       throw UsageError{"unknown option '" + arg + "' for 'tgc " + options.command + "'"};
+    } else if (forRepl) {
+      throw UsageError{"'tgc repl' takes no script; load one inside with :load FILE.tg"};
     } else if (options.file.empty()) {
       options.file = arg;
     } else {
       throw UsageError{"unexpected argument '" + arg + "'; give one script"};
     }
   }
-  if (options.command != "run" && options.command != "compile")
+  if (options.command != "run" && options.command != "compile" && options.command != "repl")
     throw UsageError{"unknown command '" + options.command + "'"};
-  if (options.file.empty())
+  if (options.file.empty() && options.command != "repl")
     throw UsageError{"'tgc " + options.command + "' needs a script, e.g. tgc " + options.command + " x.tg"};
   return options;
-}
-
-/// Prints `name = value`, continuation lines aligned under the first, as NumPy aligns a repr.
-void printNamed(const std::string &name, const runtime::Tensor &tensor) {
-  std::string prefix = name + " = ";
-  std::string text = runtime::formatArray(tensor);
-  std::cout << prefix;
-  for (char c : text) {
-    std::cout << c;
-    if (c == '\n') std::cout << std::string(prefix.size(), ' ');
-  }
-  std::cout << "\n";
 }
 
 /// Runs the optimizer over the program as the options say; returns its profile.
 opt::OptimizerProfile optimizeProgram(ir::Program &program, const Options &options,
                                       opt::PlacementReasons *placement = nullptr) {
   if (!options.optimize) return {};
-  opt::OptimizerOptions optimizer = options.optimizer;
-  optimizer.evaluate = runtime::evaluateConstant;
-  optimizer.log = &std::cerr;
-  optimizer.placement = placement;
-  return opt::optimize(program, optimizer);
-}
-
-/// --explain-placement: each node in order, where it runs, and why.
-std::string explainPlacement(const ir::Program &program, const opt::PlacementReasons &reasons, bool device) {
-  std::ostringstream out;
-  const std::vector<ir::Node *> &order = program.graph.toposort();
-  for (size_t i = 0; i < order.size(); ++i) {
-    const ir::Node *node = order[i];
-    bool transfer = node->op().kind() == ir::OpKind::ToDevice || node->op().kind() == ir::OpKind::ToHost;
-    auto reason = reasons.find(node);
-    std::string why = transfer                  ? "transfer"
-                      : reason != reasons.end() ? reason->second
-                                                : "made by a later pass";
-    char line[200];
-    std::snprintf(line, sizeof line, "%4zu  %-24s %-7s %-22s ", i, node->op().str().c_str(),
-                  node->op().place() == ir::Place::Device ? "device" : "host",
-                  node->output()->type().str().c_str());
-    out << line << why << "\n";
-  }
-  return out.str();
-}
-
-/// The layout a kernel is printed for: contiguous when every input has the shape the program computes over
-/// (at run time the layout also depends on the inputs' strides).
-codegen::Layout staticLayout(const ir::Node &node) {
-  ir::Shape shape;
-  for (const ir::Value *input : node.inputs())
-    shape = ir::broadcastShapes(shape, input->type().shape).value_or(shape);
-  for (const ir::Value *input : node.inputs())
-    if (input->type().shape != shape) return codegen::Layout::Strided;
-  return codegen::Layout::Contiguous;
-}
-
-/// --emit=llvm: the LLVM IR of every host kernel; --emit=ptx: the PTX of every device kernel, or of every
-/// kernel when nothing runs on a device, and of the generated matmul kernel for each device matmul (what a
-/// GPU without cuBLAS runs). Each is headed by a comment naming its node and source line.
-std::string printKernels(const ir::Program &program, const Options &options) {
-  bool ptx = options.emit == "ptx";
-  std::vector<const ir::Node *> kernels;
-  bool anyDevice = false;
-  for (const ir::Node *node : program.graph.toposort()) {
-    bool device = node->op().place() == ir::Place::Device;
-    ir::DType dtype = node->output()->type().dtype;
-    bool generatedMatmul = ptx && device && node->op().kind() == ir::OpKind::Matmul &&
-                           (dtype == ir::DType::F32 || dtype == ir::DType::F64);
-    if (node->op().kind() == ir::OpKind::Fused || generatedMatmul) {
-      kernels.push_back(node);
-      anyDevice = anyDevice || device;
-    }
-  }
-  std::ostringstream out;
-  const char *comment = ptx ? "//" : ";";
-  size_t index = 0;
-  for (const ir::Node *node : kernels) {
-    bool device = node->op().place() == ir::Place::Device;
-    if (ptx ? anyDevice && !device : device) continue;
-    if (node->op().kind() == ir::OpKind::Matmul) {
-      ir::DType dtype = node->output()->type().dtype;
-      out << comment << " kernel " << index++ << ": matmul -> " << node->output()->type().str()
-          << ", the generated kernel (used without cuBLAS), at " << node->loc().str() << "\n"
-          << codegen::emitMatmulPtx(dtype, options.gpuArch) << "\n";
-      continue;
-    }
-    codegen::Layout layout = staticLayout(*node);
-    const ir::ScalarGraph &body = *node->op().attrs().body;
-    out << comment << " kernel " << index++ << ": " << node->op().str() << " -> "
-        << node->output()->type().str() << ", "
-        << (layout == codegen::Layout::Contiguous ? "contiguous" : "strided") << ", at " << node->loc().str()
-        << "\n";
-    codegen::KernelSpec spec{&body, layout};
-    out << (ptx ? codegen::emitPtx(spec, options.gpuArch) : codegen::emitHostLlvm(spec)) << "\n";
-  }
-  if (index == 0) out << comment << " no " << (ptx ? "device " : "host ") << "kernels\n";
-  return out.str();
+  return tools::optimizeProgram(program, options.optimizer, placement);
 }
 
 int compile(const Options &options, frontend::DiagnosticEngine &diags) {
@@ -328,12 +241,12 @@ int compile(const Options &options, frontend::DiagnosticEngine &diags) {
     opt::OptimizerProfile profile =
         optimize ? optimizeProgram(*program, options, &reasons) : opt::OptimizerProfile{};
     if (options.explainPlacement) {
-      std::cout << explainPlacement(*program, reasons, options.optimizer.device);
+      std::cout << tools::explainPlacement(*program, reasons);
       return 0;
     }
     std::string profileJson = options.optProfile ? opt::profileJson(profile) : "";
     if (options.emit == "llvm" || options.emit == "ptx")
-      text = printKernels(*program, options);
+      text = tools::printKernels(*program, options.emit == "ptx", options.gpuArch);
     else
       text = options.emit == "json"  ? ir::printJson(*program, profileJson)
              : options.emit == "dot" ? ir::printDot(*program)
@@ -353,37 +266,13 @@ int compile(const Options &options, frontend::DiagnosticEngine &diags) {
   return 0;
 }
 
-/// The device `tgc run` places the graph on: none for cpu; for auto, CUDA when it opens. Says which with -v.
-std::unique_ptr<runtime::Device> openDevice(const Options &options) {
-  std::unique_ptr<runtime::Device> device;
-  std::string why = "asked for";
-  if (options.device == "sim") {
-    device = runtime::makeSimDevice();
-  } else if (options.device == "cuda") {
-    try {
-      device = runtime::cuda::openCudaDevice();
-    } catch (ir::UserError &error) {
-      error.message =
-          "--device=cuda: " + error.message + "; --device=sim runs the device pipeline on the CPU";
-      throw;
-    }
-  } else if (options.device == "auto") {
-    try {
-      device = runtime::cuda::openCudaDevice();
-      why = "auto: a CUDA driver and GPU answered";
-    } catch (const ir::UserError &error) {
-      why = "auto: " + error.message;
-    }
-  }
-  if (options.verbose)
-    std::cerr << "tgc: device " << (device ? device->describe() : "cpu") << " (" << why << ")\n";
-  return device;
-}
-
 int run(const Options &options, frontend::DiagnosticEngine &diags) {
   std::unique_ptr<ir::Program> program = frontend::compileScript(options.file, diags);
   if (!program) return 1;
-  std::unique_ptr<runtime::Device> device = openDevice(options);
+  std::string why;
+  std::unique_ptr<runtime::Device> device = tools::openDevice(options.device, why);
+  if (options.verbose)
+    std::cerr << "tgc: device " << (device ? device->describe() : "cpu") << " (" << why << ")\n";
   Options placed = options;
   placed.optimizer.device = device != nullptr;
   optimizeProgram(*program, placed);
@@ -407,7 +296,8 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
     results = session.step(inputs);
     if (options.printEvery > 0 && step % options.printEvery == 0)
       for (size_t i = 0; i < program->outputs.size(); ++i)
-        printNamed("step " + std::to_string(step) + ": " + program->outputs[i].name, results[i]);
+        tools::printNamed(std::cout, "step " + std::to_string(step) + ": " + program->outputs[i].name,
+                          results[i]);
   }
   auto saved = [&](const std::string &name) -> const std::string * {
     for (const auto &[outName, path] : options.outputs)
@@ -419,7 +309,7 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
     if (const std::string *path = saved(name))
       ir::saveNpy(*path, results[i].toData());
     else
-      printNamed(name, results[i]);
+      tools::printNamed(std::cout, name, results[i]);
   }
   for (const auto &param : program->params)
     if (const std::string *path = saved(param.name)) ir::saveNpy(*path, session.param(param.name).toData());
@@ -436,6 +326,15 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
   return 0;
 }
 
+int repl(const Options &options, bool terminal) {
+  tools::ReplOptions repl;
+  repl.device = options.device;
+  repl.gpuArch = options.gpuArch;
+  repl.interactive = terminal;
+  if (terminal) repl.historyFile = tools::defaultHistoryFile();
+  return tools::runRepl(repl, std::cin, std::cout, std::cerr);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -450,8 +349,11 @@ int main(int argc, char **argv) {
   }
   frontend::DiagnosticEngine diags(std::cerr);
   try {
+    // No arguments on a terminal: the REPL.
+    if (argc == 1 && isatty(STDIN_FILENO) && isatty(STDOUT_FILENO)) return repl({}, true);
     Options options = parseOptions(argc, argv);
     if (!options.kernelCache) codegen::setKernelCacheDirectory(std::nullopt);
+    if (options.command == "repl") return repl(options, isatty(STDIN_FILENO) && isatty(STDOUT_FILENO));
     return options.command == "run" ? run(options, diags) : compile(options, diags);
   } catch (const UsageError &error) {
     std::cerr << "tgc: error: " << error.message << "\n"

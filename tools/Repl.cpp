@@ -1,0 +1,466 @@
+#include "tools/Repl.h"
+
+#include "frontend/Diagnostics.h"
+#include "frontend/GraphBuilder.h"
+#include "frontend/ModuleLoader.h"
+#include "ir/Npy.h"
+#include "ir/Printers.h"
+#include "runtime/Print.h"
+#include "runtime/Session.h"
+#include "tools/Stages.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <editline/readline.h>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <regex>
+#include <sstream>
+
+namespace tg::tools {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr const char *kSource = "<repl>"; // the display name of what is typed
+constexpr const char *kValueName = "repl_value_";
+
+constexpr const char *kHelp =
+    R"(Statements: import, def, let (kept for what follows) and expressions (printed with their type).
+Commands (EXPR is any expression):
+  :type EXPR        its type, without running it
+  :ir EXPR          its graph as built
+  :opt EXPR         its graph after the optimizer (placed on the current device)
+  :llvm EXPR        the LLVM IR of its host kernels
+  :ptx EXPR         the PTX of its kernels, placed for a GPU (no GPU needed)
+  :explain EXPR     where each of its nodes runs on a device, and why
+  :time EXPR        how long it takes to compile and to run
+  :device NAME      run on cpu, sim, cuda or auto from now on
+  :load FILE.tg     run a script's statements here (its outputs are printed)
+  :save FILE.npy NAME   save a let's value
+  :reset            forget every import, def and let
+  :help             this text
+  :quit [CODE]      leave (exit code CODE, default 0)
+)";
+
+/// Whether `text` is a whole statement: every bracket closed (outside strings and comments).
+bool isComplete(const std::string &text) {
+  int depth = 0;
+  bool inString = false, inComment = false;
+  for (char c : text) {
+    if (inComment) {
+      inComment = c != '\n';
+    } else if (inString) {
+      inString = c != '"';
+    } else if (c == '#') {
+      inComment = true;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '(' || c == '[' || c == '{') {
+      ++depth;
+    } else if (c == ')' || c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return depth <= 0 && !inString;
+}
+
+/// The first word of `text` (letters, digits, underscores, or a leading ':'), and the rest trimmed.
+std::pair<std::string, std::string> splitWord(const std::string &text) {
+  size_t begin = text.find_first_not_of(" \t\r\n");
+  if (begin == std::string::npos) return {"", ""};
+  size_t end = begin + (text[begin] == ':' ? 1 : 0);
+  while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_'))
+    ++end;
+  size_t rest = text.find_first_not_of(" \t\r\n", end);
+  std::string tail = rest == std::string::npos ? "" : text.substr(rest);
+  while (!tail.empty() && std::isspace(static_cast<unsigned char>(tail.back())))
+    tail.pop_back();
+  return {text.substr(begin, end - begin), tail};
+}
+
+size_t countLines(const std::string &text) {
+  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+/// "f32[2, 3]" for a value.
+std::string typeOf(const runtime::Tensor &tensor) {
+  ir::Shape shape;
+  for (int64_t size : tensor.shape())
+    shape.push_back(ir::Dim::of(size));
+  return ir::TensorType{tensor.dtype(), shape, ir::Place::Host}.str();
+}
+
+class Repl {
+public:
+  Repl(const ReplOptions &options, std::ostream &out, std::ostream &err)
+      : options_(options), out_(out), err_(err) {
+    std::string why;
+    try {
+      device_ = openDevice(options.device, why);
+    } catch (const ir::UserError &error) {
+      err_ << "tgc: " << error.message << "; using the CPU\n";
+    }
+  }
+
+  /// Handles one complete input; false when the session should end.
+  bool handle(const std::string &input) {
+    auto [word, rest] = splitWord(input);
+    if (word.empty()) return true;
+    try {
+      if (word[0] == ':') return command(word, rest);
+      statement(word, input);
+    } catch (const ir::UserError &error) {
+      report(error);
+    }
+    return true;
+  }
+
+  int exitCode() const { return exitCode_; }
+
+private:
+  /// What the session keeps: the source of an import or a def, or one let's value, which later statements
+  /// read as an input of that name and type (so they compile to kernels, not to folded constants).
+  struct Entry {
+    enum Kind { Import, Def, Value } kind;
+    std::string name;
+    std::string text;      // ends with a newline
+    runtime::Tensor value; // Value only
+  };
+
+  std::map<std::string, runtime::Tensor> keptValues() const {
+    std::map<std::string, runtime::Tensor> values;
+    for (const Entry &entry : entries_)
+      if (entry.kind == Entry::Value) values[entry.name] = entry.value;
+    return values;
+  }
+
+  std::string prefix() const {
+    std::string text;
+    for (const Entry &entry : entries_)
+      text += entry.text;
+    return text;
+  }
+
+  void report(const ir::UserError &error) {
+    out_.flush();
+    frontend::DiagnosticEngine diags(err_);
+    diags.addSource(kSource, lastSource_);
+    diags.setLineOffset(kSource, lastOffset_);
+    diags.report(error);
+  }
+
+  /// Builds the program of the kept entries followed by `body`, whose first line is reported as line 1 of
+  /// what was typed plus `bodyLineOffset`. Null (diagnostics printed) when it does not build.
+  std::unique_ptr<ir::Program> build(const std::string &body, int bodyLineOffset = 0) {
+    std::string kept = prefix();
+    lastSource_ = kept + body;
+    lastOffset_ = static_cast<int>(countLines(kept)) + bodyLineOffset;
+    out_.flush();
+    frontend::DiagnosticEngine diags(err_);
+    diags.setLineOffset(kSource, lastOffset_);
+    frontend::ModuleLoader loader(diags, frontend::ModuleLoader::searchPathFromEnvironment());
+    const frontend::Module *module = loader.loadSource(kSource, lastSource_);
+    if (!module || diags.hasErrors()) return nullptr;
+    std::unique_ptr<ir::Program> program = frontend::buildProgram(*module, loader, diags);
+    if (diags.hasErrors()) return nullptr;
+    return program;
+  }
+
+  /// The program that computes `expression` as its one output.
+  std::unique_ptr<ir::Program> buildExpression(const std::string &expression) {
+    if (expression.empty()) throw ir::UserError("this command needs an expression, e.g. :type exp(1.0)");
+    return build(
+        std::string("let ") + kValueName + " = (\n" + expression + "\n)\noutput " + kValueName + "\n", 1);
+  }
+
+  opt::OptimizerOptions optimizerOptions(bool onDevice) const {
+    opt::OptimizerOptions options;
+    options.device = onDevice;
+    return options;
+  }
+
+  std::vector<runtime::Tensor> run(ir::Program &program) {
+    optimizeProgram(program, optimizerOptions(device_ != nullptr));
+    runtime::Session session(program, device_.get());
+    return session.step(keptValues());
+  }
+
+  void printValue(const std::string &name, const runtime::Tensor &value) {
+    std::ostringstream text;
+    if (name.empty())
+      text << runtime::formatArray(value) << "\n";
+    else
+      printNamed(text, name, value);
+    std::string printed = text.str();
+    printed.pop_back();
+    out_ << printed << "  # " << typeOf(value) << "\n";
+  }
+
+  void statement(const std::string &word, const std::string &input) {
+    std::string text = input + "\n";
+    if (word == "input" || word == "param" || word == "update")
+      throw ir::UserError("'" + word +
+                          "' is for scripts run with tgc run; in the REPL, bind data with let, e.g. let x = "
+                          "load(\"x.npy\")");
+    if (word == "import" || word == "def") {
+      std::string name = splitWord(splitWord(input).second).first;
+      std::vector<Entry> saved = entries_;
+      forget(name);
+      if (!build(text)) {
+        entries_ = saved;
+        return;
+      }
+      entries_.push_back({word == "import" ? Entry::Import : Entry::Def, name, text, {}});
+      return;
+    }
+    if (word == "let") return let(input);
+    if (word == "output") {
+      std::unique_ptr<ir::Program> program = build(text);
+      if (!program) return;
+      std::vector<runtime::Tensor> values = run(*program);
+      for (size_t i = 0; i < values.size(); ++i)
+        printValue(program->outputs[i].name, values[i]);
+      return;
+    }
+    std::unique_ptr<ir::Program> program = buildExpression(input);
+    if (!program) return;
+    printValue("", run(*program).at(0));
+  }
+
+  void let(const std::string &input) {
+    static const std::regex names(R"(^\s*let\s+([A-Za-z_]\w*(\s*,\s*[A-Za-z_]\w*)*)\s*=)");
+    std::smatch match;
+    if (!std::regex_search(input, match, names)) { // not a let the parser accepts: let it say why
+      build(input + "\n");
+      return;
+    }
+    std::vector<std::string> bound;
+    std::stringstream list(match[1].str());
+    for (std::string name; std::getline(list, name, ',');) {
+      name.erase(std::remove_if(name.begin(), name.end(), ::isspace), name.end());
+      bound.push_back(name);
+    }
+    // A let of a kept name computes from the old value: the right-hand side is bound to fresh names, read
+    // as one expression (its own line), and replaces the old value afterwards.
+    bool rebinds = std::any_of(bound.begin(), bound.end(), [&](const std::string &name) {
+      return std::any_of(entries_.begin(), entries_.end(),
+                         [&](const Entry &entry) { return entry.name == name; });
+    });
+    std::string targets, outputs;
+    for (size_t i = 0; i < bound.size(); ++i) {
+      std::string target = rebinds ? std::string(kValueName) + std::to_string(i) : bound[i];
+      targets += (i ? ", " : "") + target;
+    }
+    std::unique_ptr<ir::Program> program =
+        rebinds ? build("let " + targets + " = (\n" + input.substr(static_cast<size_t>(match.length(0))) +
+                            "\n)\noutput " + targets + "\n",
+                        1)
+                : build(input + "\noutput " + targets + "\n");
+    if (!program) return;
+    std::vector<runtime::Tensor> values = run(*program);
+    for (size_t i = 0; i < bound.size(); ++i) {
+      forget(bound[i]);
+      entries_.push_back(
+          {Entry::Value, bound[i], "input " + bound[i] + " : " + typeOf(values[i]) + "\n", values[i]});
+      printValue(bound[i], values[i]);
+    }
+  }
+
+  /// `text` with locations in what was compiled last ("<repl>:9:8") as lines of what was typed.
+  std::string relocate(const std::string &text) const {
+    static const std::regex location("<repl>:(\\d+):(\\d+)");
+    std::string result;
+    auto begin = std::sregex_iterator(text.begin(), text.end(), location);
+    size_t copied = 0;
+    for (auto it = begin; it != std::sregex_iterator(); ++it) {
+      int line = std::stoi((*it)[1].str());
+      result += text.substr(copied, static_cast<size_t>(it->position()) - copied);
+      result += std::string(kSource) + ":" + std::to_string(line > lastOffset_ ? line - lastOffset_ : line) +
+                ":" + (*it)[2].str();
+      copied = static_cast<size_t>(it->position() + it->length());
+    }
+    return result + text.substr(copied);
+  }
+
+  /// Drops what defined `name` before (a let or def bound again replaces the old one).
+  void forget(const std::string &name) {
+    entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
+                                  [&](const Entry &entry) { return entry.name == name; }),
+                   entries_.end());
+  }
+
+  bool command(const std::string &word, const std::string &rest) {
+    if (word == ":quit" || word == ":q") {
+      exitCode_ = rest.empty() ? 0 : std::atoi(rest.c_str());
+      return false;
+    }
+    if (word == ":help") {
+      out_ << kHelp;
+    } else if (word == ":reset") {
+      entries_.clear();
+      out_ << "forgot every import, def and let\n";
+    } else if (word == ":device") {
+      std::string why;
+      if (rest != "cpu" && rest != "sim" && rest != "cuda" && rest != "auto")
+        throw ir::UserError(":device expects cpu, sim, cuda or auto, got '" + rest + "'");
+      std::unique_ptr<runtime::Device> device = openDevice(rest, why);
+      device_ = std::move(device);
+      out_ << "device " << (device_ ? device_->describe() : "cpu") << " (" << why << ")\n";
+    } else if (word == ":load") {
+      load(rest);
+    } else if (word == ":save") {
+      save(rest);
+    } else if (word == ":type") {
+      if (auto program = buildExpression(rest)) out_ << program->outputs.at(0).value->type().str() << "\n";
+    } else if (word == ":ir" || word == ":opt") {
+      std::unique_ptr<ir::Program> program = buildExpression(rest);
+      if (!program) return true;
+      if (word == ":opt") optimizeProgram(*program, optimizerOptions(device_ != nullptr));
+      out_ << ir::printIr(*program);
+    } else if (word == ":llvm" || word == ":ptx") {
+      std::unique_ptr<ir::Program> program = buildExpression(rest);
+      if (!program) return true;
+      optimizeProgram(*program, optimizerOptions(word == ":ptx" || device_ != nullptr));
+      out_ << relocate(printKernels(*program, word == ":ptx", options_.gpuArch));
+    } else if (word == ":explain") {
+      std::unique_ptr<ir::Program> program = buildExpression(rest);
+      if (!program) return true;
+      opt::PlacementReasons reasons;
+      optimizeProgram(*program, optimizerOptions(true), &reasons);
+      out_ << relocate(explainPlacement(*program, reasons));
+    } else if (word == ":time") {
+      time(rest);
+    } else {
+      throw ir::UserError("unknown command '" + word + "'; :help lists them");
+    }
+    return true;
+  }
+
+  void time(const std::string &expression) {
+    auto start = Clock::now();
+    std::unique_ptr<ir::Program> program = buildExpression(expression);
+    if (!program) return;
+    optimizeProgram(*program, optimizerOptions(device_ != nullptr));
+    runtime::Session session(*program, device_.get());
+    std::map<std::string, runtime::Tensor> inputs = keptValues();
+    session.step(inputs); // kernels compiled (or read from the cache) here
+    double first = std::chrono::duration<double>(Clock::now() - start).count();
+    double best = 1e30, total = 0;
+    int runs = 0;
+    while (runs < 3 || (total < 0.5 && runs < 1000)) {
+      auto begin = Clock::now();
+      session.step(inputs);
+      double seconds = std::chrono::duration<double>(Clock::now() - begin).count();
+      best = std::min(best, seconds);
+      total += seconds;
+      ++runs;
+    }
+    char line[160];
+    std::snprintf(line, sizeof line,
+                  "first run %.3f ms (compile included); then best %.3f ms, mean %.3f ms of %d\n",
+                  first * 1e3, best * 1e3, total / runs * 1e3, runs);
+    out_ << line;
+  }
+
+  void load(const std::string &path) {
+    std::ifstream file(path);
+    if (!file) throw ir::UserError(":load: cannot open '" + path + "'");
+    std::string line, pending;
+    int lineNumber = 0, firstLine = 0;
+    while (std::getline(file, line)) {
+      ++lineNumber;
+      if (pending.empty()) {
+        std::string word = splitWord(line).first;
+        if (word.empty() || line.find_first_not_of(" \t") == line.find('#')) continue;
+        firstLine = lineNumber;
+      }
+      pending += line + "\n";
+      if (!isComplete(pending)) continue;
+      std::string statement = pending;
+      pending.clear();
+      std::string word = splitWord(statement).first;
+      if (word == "input" || word == "param" || word == "update") {
+        err_ << path << ":" << firstLine << ": note: skipped '" << word << "': not available in the REPL\n";
+        continue;
+      }
+      statement.pop_back();
+      handle(statement);
+    }
+  }
+
+  void save(const std::string &arguments) {
+    std::string file, name;
+    std::istringstream words(arguments);
+    words >> file >> name;
+    if (file.empty() || name.empty()) throw ir::UserError(":save expects FILE.npy NAME");
+    for (const Entry &entry : entries_)
+      if (entry.kind == Entry::Value && entry.name == name) {
+        ir::saveNpy(file, entry.value.toData());
+        out_ << "saved " << name << " to " << file << "\n";
+        return;
+      }
+    throw ir::UserError(":save: no let named '" + name + "'");
+  }
+
+  ReplOptions options_;
+  std::ostream &out_;
+  std::ostream &err_;
+  std::unique_ptr<runtime::Device> device_;
+  std::vector<Entry> entries_;
+  std::string lastSource_;
+  int lastOffset_ = 0;
+  int exitCode_ = 0;
+};
+
+/// The next complete input: one line, or several while brackets are open. nullopt at the end of the input.
+std::optional<std::string> readInput(const ReplOptions &options, std::istream &in) {
+  std::string text;
+  while (true) {
+    std::string line;
+    if (options.interactive) {
+      char *read = readline(text.empty() ? "tg> " : "... ");
+      if (!read) return text.empty() ? std::nullopt : std::optional<std::string>(text);
+      line = read;
+      std::free(read);
+    } else if (!std::getline(in, line)) {
+      return text.empty() ? std::nullopt : std::optional<std::string>(text);
+    }
+    text += (text.empty() ? "" : "\n") + line;
+    if (isComplete(text)) break;
+  }
+  if (options.interactive && text.find_first_not_of(" \t") != std::string::npos) {
+    add_history(text.c_str());
+    if (!options.historyFile.empty()) write_history(options.historyFile.c_str());
+  }
+  return text;
+}
+
+} // namespace
+
+std::string defaultHistoryFile() {
+  if (const char *file = std::getenv("TGC_HISTORY"); file && *file) return file;
+  if (const char *home = std::getenv("HOME"); home && *home) return std::string(home) + "/.tgc_history";
+  return "";
+}
+
+int runRepl(const ReplOptions &options, std::istream &in, std::ostream &out, std::ostream &err) {
+  if (options.interactive) {
+    using_history();
+    if (!options.historyFile.empty()) read_history(options.historyFile.c_str());
+    out << "tgc " << TGC_VERSION_STRING << " REPL: statements and expressions; :help lists the commands"
+        << std::endl;
+  }
+  Repl repl(options, out, err);
+  while (std::optional<std::string> input = readInput(options, in)) {
+    if (!repl.handle(*input)) break;
+    out.flush();
+  }
+  out.flush();
+  return repl.exitCode();
+}
+
+} // namespace tg::tools

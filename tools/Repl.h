@@ -1,0 +1,31 @@
+// tgc repl: an interactive session in which every statement is compiled through the whole pipeline and run
+// at once. `import`s, `def`s and `let`s are kept for the statements that follow (a `let` keeps its value, not
+// its expression, so randomness and cost are paid once); an expression prints its value with its type;
+// `:` commands show the stages of an expression (`:type :ir :opt :llvm :ptx :explain :time`), switch the
+// device, load scripts and save values. An error prints a diagnostic and the session goes on.
+//
+// On a terminal: a prompt, line editing and a history file (libedit). Otherwise (piped input) no prompt or
+// banner, so sessions can be scripted and tested.
+#pragma once
+
+#include <istream>
+#include <ostream>
+#include <string>
+
+namespace tg::tools {
+
+struct ReplOptions {
+  std::string device = "auto"; // as tgc run --device
+  std::string gpuArch = "sm_90";
+  bool interactive = false; // a terminal: line editing, prompts, banner, history
+  std::string historyFile;  // interactive only; empty for none
+};
+
+/// Runs a session until the input ends or `:quit [CODE]`; returns the exit code (0 unless `:quit CODE`).
+/// Values go to `out`, diagnostics to `err`. Non-interactive sessions read `in`.
+int runRepl(const ReplOptions &options, std::istream &in, std::ostream &out, std::ostream &err);
+
+/// The default history file: $TGC_HISTORY, else ~/.tgc_history (empty when neither can be named).
+std::string defaultHistoryFile();
+
+} // namespace tg::tools

@@ -1,0 +1,135 @@
+#include "tools/Stages.h"
+
+#include "codegen/Kernel.h"
+#include "ir/ScalarGraph.h"
+#include "runtime/ConstantEvaluator.h"
+#include "runtime/Print.h"
+#include "runtime/cuda/CudaDevice.h"
+
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+namespace tg::tools {
+
+namespace {
+
+/// The layout a kernel is printed for: contiguous when every input has the shape the program computes over
+/// (at run time the layout also depends on the inputs' strides).
+codegen::Layout staticLayout(const ir::Node &node) {
+  ir::Shape shape;
+  for (const ir::Value *input : node.inputs())
+    shape = ir::broadcastShapes(shape, input->type().shape).value_or(shape);
+  for (const ir::Value *input : node.inputs())
+    if (input->type().shape != shape) return codegen::Layout::Strided;
+  return codegen::Layout::Contiguous;
+}
+
+} // namespace
+
+/// Prints `name = value`, continuation lines aligned under the first, as NumPy aligns a repr.
+void printNamed(std::ostream &out, const std::string &name, const runtime::Tensor &tensor) {
+  std::string prefix = name + " = ";
+  std::string text = runtime::formatArray(tensor);
+  out << prefix;
+  for (char c : text) {
+    out << c;
+    if (c == '\n') out << std::string(prefix.size(), ' ');
+  }
+  out << "\n";
+}
+
+opt::OptimizerProfile optimizeProgram(ir::Program &program, opt::OptimizerOptions options,
+                                      opt::PlacementReasons *placement) {
+  options.evaluate = runtime::evaluateConstant;
+  options.log = &std::cerr;
+  options.placement = placement;
+  return opt::optimize(program, options);
+}
+
+/// --explain-placement: each node in order, where it runs, and why.
+std::string explainPlacement(const ir::Program &program, const opt::PlacementReasons &reasons) {
+  std::ostringstream out;
+  const std::vector<ir::Node *> &order = program.graph.toposort();
+  for (size_t i = 0; i < order.size(); ++i) {
+    const ir::Node *node = order[i];
+    bool transfer = node->op().kind() == ir::OpKind::ToDevice || node->op().kind() == ir::OpKind::ToHost;
+    auto reason = reasons.find(node);
+    std::string why = transfer                  ? "transfer"
+                      : reason != reasons.end() ? reason->second
+                                                : "made by a later pass";
+    char line[200];
+    std::snprintf(line, sizeof line, "%4zu  %-24s %-7s %-22s ", i, node->op().str().c_str(),
+                  node->op().place() == ir::Place::Device ? "device" : "host",
+                  node->output()->type().str().c_str());
+    out << line << why << "\n";
+  }
+  return out.str();
+}
+
+/// --emit=llvm: the LLVM IR of every host kernel; --emit=ptx: the PTX of every device kernel, or of every
+/// kernel when nothing runs on a device, and of the generated matmul kernel for each device matmul (what a
+/// GPU without cuBLAS runs). Each is headed by a comment naming its node and source line.
+std::string printKernels(const ir::Program &program, bool ptx, const std::string &gpuArch) {
+  std::vector<const ir::Node *> kernels;
+  bool anyDevice = false;
+  for (const ir::Node *node : program.graph.toposort()) {
+    bool device = node->op().place() == ir::Place::Device;
+    ir::DType dtype = node->output()->type().dtype;
+    bool generatedMatmul = ptx && device && node->op().kind() == ir::OpKind::Matmul &&
+                           (dtype == ir::DType::F32 || dtype == ir::DType::F64);
+    if (node->op().kind() == ir::OpKind::Fused || generatedMatmul) {
+      kernels.push_back(node);
+      anyDevice = anyDevice || device;
+    }
+  }
+  std::ostringstream out;
+  const char *comment = ptx ? "//" : ";";
+  size_t index = 0;
+  for (const ir::Node *node : kernels) {
+    bool device = node->op().place() == ir::Place::Device;
+    if (ptx ? anyDevice && !device : device) continue;
+    if (node->op().kind() == ir::OpKind::Matmul) {
+      ir::DType dtype = node->output()->type().dtype;
+      out << comment << " kernel " << index++ << ": matmul -> " << node->output()->type().str()
+          << ", the generated kernel (used without cuBLAS), at " << node->loc().str() << "\n"
+          << codegen::emitMatmulPtx(dtype, gpuArch) << "\n";
+      continue;
+    }
+    codegen::Layout layout = staticLayout(*node);
+    const ir::ScalarGraph &body = *node->op().attrs().body;
+    out << comment << " kernel " << index++ << ": " << node->op().str() << " -> "
+        << node->output()->type().str() << ", "
+        << (layout == codegen::Layout::Contiguous ? "contiguous" : "strided") << ", at " << node->loc().str()
+        << "\n";
+    codegen::KernelSpec spec{&body, layout};
+    out << (ptx ? codegen::emitPtx(spec, gpuArch) : codegen::emitHostLlvm(spec)) << "\n";
+  }
+  if (index == 0) out << comment << " no " << (ptx ? "device " : "host ") << "kernels\n";
+  return out.str();
+}
+
+std::unique_ptr<runtime::Device> openDevice(const std::string &name, std::string &why) {
+  why = "asked for";
+  if (name == "sim") return runtime::makeSimDevice();
+  if (name == "cuda") {
+    try {
+      return runtime::cuda::openCudaDevice();
+    } catch (ir::UserError &error) {
+      error.message =
+          "--device=cuda: " + error.message + "; --device=sim runs the device pipeline on the CPU";
+      throw;
+    }
+  }
+  if (name != "auto") return nullptr;
+  try {
+    std::unique_ptr<runtime::Device> device = runtime::cuda::openCudaDevice();
+    why = "auto: a CUDA driver and GPU answered";
+    return device;
+  } catch (const ir::UserError &error) {
+    why = "auto: " + error.message;
+    return nullptr;
+  }
+}
+
+} // namespace tg::tools

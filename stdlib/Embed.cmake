@@ -1,4 +1,5 @@
 # Writes a C++ file defining tg::frontend::embeddedStdlib(): module name -> source text.
+string(REPLACE "|" ";" MODULES "${MODULES}") # the files, joined by '|' (stdlib/CMakeLists.txt)
 set(body "")
 foreach(module ${MODULES})
   get_filename_component(name ${module} NAME_WE)

@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Every code block in docs/*.md runs, and prints what the docs say it prints.
+
+Blocks are fenced with a language:
+  tg        a script. With a first line `# run: ARGS` it must pass `tgc run SCRIPT ARGS`; with `# error` it must
+            fail with exit code 1 and a located message; otherwise it must compile (`tgc compile --emit=opt`).
+  console   `$ COMMAND` lines run in the repository root with bash (tgc on the PATH), each followed by the output
+            it must print (standard output and error together).
+  repl      `tg> ` and `... ` lines are typed into `tgc repl --device=cpu`; the other lines are its output. The
+            REPL blocks of one page are one session: each block is checked after the ones before it.
+  text      not code (synopses): not run.
+Expected output is matched line by line: `...` stands for any number of lines, `{{NAME}}` for any text within a
+line. Commands that need libdevice (`--emit=ptx`, `:ptx`) are skipped, and say so, where it is missing.
+
+Usage: docs_check.py --tgc build/tgc [--docs docs] [-v]
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LIBDEVICE = os.environ.get("TGC_LIBDEVICE", "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc")
+
+
+def blocks(path):
+    """(language, first line number, lines) of each fenced block."""
+    found, language, start, lines = [], None, 0, []
+    for number, line in enumerate(open(path).read().splitlines(), 1):
+        if line.startswith("```"):
+            if language is None:
+                language, start, lines = line[3:].strip(), number + 1, []
+            else:
+                found.append((language, start, lines))
+                language = None
+        elif language is not None:
+            lines.append(line)
+    return found
+
+
+def matches(expected, actual):
+    """Whether `actual` lines fit `expected` ('...' for any lines, {{NAME}} for any text); else the reason."""
+    def pattern(line):
+        parts = re.split(r"\{\{[^}]*\}\}", line)
+        return re.compile("^" + ".*".join(re.escape(part) for part in parts) + "$")
+
+    def fit(e, a):
+        if e == len(expected):
+            return a == len(actual) or (a < len(actual) and all(not line.strip() for line in actual[a:]))
+        if expected[e].strip() == "...":
+            return any(fit(e + 1, b) for b in range(a, len(actual) + 1))
+        return a < len(actual) and bool(pattern(expected[e]).match(actual[a].rstrip())) and fit(e + 1, a + 1)
+
+    return fit(0, 0)
+
+
+def needs_libdevice(text):
+    return ("--emit=ptx" in text or ":ptx" in text) and not os.path.exists(LIBDEVICE)
+
+
+def run_tg(tgc, lines, folder):
+    script = os.path.join(folder, "block.tg")
+    with open(script, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    first = lines[0].strip() if lines else ""
+    if first.startswith("# run:"):
+        command = [tgc, "run", script] + first[len("# run:"):].split()
+        want = 0
+    elif first == "# error":
+        command, want = [tgc, "run", script], 1
+    else:
+        command, want = [tgc, "compile", script, "--emit=opt"], 0
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    if result.returncode != want:
+        return "%s exited %d (expected %d):\n%s" % (" ".join(command[1:2]), result.returncode, want, result.stderr)
+    if want == 1 and not re.search(r"block\.tg:\d+:\d+: error: ", result.stderr):
+        return "no located error message:\n" + result.stderr
+    return None
+
+
+def run_console(tgc, lines):
+    commands = []
+    for line in lines:
+        if line.startswith("$ "):
+            commands.append((line[2:], []))
+        elif commands:
+            commands[-1][1].append(line)
+    environment = dict(os.environ, PATH=os.path.dirname(os.path.abspath(tgc)) + os.pathsep + os.environ["PATH"])
+    for command, expected in commands:
+        if needs_libdevice(command):
+            print("  skipped (no libdevice): %s" % command)
+            continue
+        result = subprocess.run(["bash", "-c", command + " 2>&1"], cwd=ROOT, capture_output=True, text=True,
+                                env=environment)
+        actual = result.stdout.splitlines()
+        if not matches(expected, actual):
+            return "$ %s\nexpected:\n%s\ngot:\n%s" % (command, "\n".join(expected), result.stdout)
+    return None
+
+
+def run_repl(tgc, lines, session):
+    """Runs the page's session so far (`session`: the typed and expected lines of its earlier blocks)."""
+    if needs_libdevice("\n".join(lines)):
+        print("  skipped (no libdevice): a REPL block with :ptx")
+        return None
+    typed, expected = session
+    for line in lines:
+        if line.startswith("tg> ") or line.startswith("... "):
+            typed.append(line[4:])
+        else:
+            expected.append(line)
+    result = subprocess.run([tgc, "repl", "--device=cpu"], input="\n".join(typed) + "\n", cwd=ROOT,
+                            capture_output=True, text=True)
+    actual = (result.stdout + result.stderr).splitlines()
+    if not matches(expected, actual):
+        return "typed:\n%s\nexpected:\n%s\ngot:\n%s" % ("\n".join(typed), "\n".join(expected),
+                                                       result.stdout + result.stderr)
+    return None
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tgc", required=True)
+    parser.add_argument("--docs", default=os.path.join(ROOT, "docs"))
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args()
+    tgc = os.path.abspath(args.tgc)
+    passed = failed = 0
+    for name in sorted(os.listdir(args.docs)):
+        if not name.endswith(".md"):
+            continue
+        path = os.path.join(args.docs, name)
+        session = ([], [])
+        for language, line, lines in blocks(path):
+            where = "%s:%d (%s)" % (os.path.relpath(path, ROOT), line, language or "no language")
+            with tempfile.TemporaryDirectory() as folder:
+                if language == "tg":
+                    problem = run_tg(tgc, lines, folder)
+                elif language == "console":
+                    problem = run_console(tgc, lines)
+                elif language == "repl":
+                    problem = run_repl(tgc, lines, session)
+                elif language == "text":
+                    continue
+                else:
+                    problem = "a code block needs a language: tg, console, repl or text"
+            if problem:
+                failed += 1
+                print("FAIL %s\n  %s" % (where, problem.replace("\n", "\n  ")))
+            else:
+                passed += 1
+                if args.verbose:
+                    print("ok   %s" % where)
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

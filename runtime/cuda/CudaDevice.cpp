@@ -4,7 +4,9 @@
 #include "ir/Assert.h"
 #include "ir/ScalarGraph.h"
 #include "ir/SourceLoc.h"
+#include "runtime/ArgReduction.h"
 #include "runtime/FusedLaunch.h"
+#include "runtime/KernelSupport.h"
 #include "runtime/Kernels.h"
 #include "runtime/cuda/Cublas.h"
 #include "runtime/cuda/DeviceAllocator.h"
@@ -173,6 +175,7 @@ public:
       attrs.body = std::move(body);
       return reduce(ir::Op(OpKind::Fused, std::move(attrs), ir::Place::Device), inputs, dtype);
     }
+    if (op.kind() == OpKind::Argmax || op.kind() == OpKind::Argmin) return argReduce(op, inputs[0]);
     return staged(node, inputs, "no CUDA kernel for " + std::string(op.name()) + " yet");
   }
 
@@ -324,6 +327,36 @@ private:
             &reducedRank});
     if (canFail(body)) checkErrorFlag(packed.errorFlag);
     return bound.output;
+  }
+
+  /// argmax / argmin as two generated reductions (runtime/ArgReduction.h).
+  Tensor argReduce(const ir::Op &op, Tensor x) {
+    const ir::OpAttrs &attrs = op.attrs();
+    size_t inputRank = x.rank();
+    bool flatten = attrs.axes.empty(); // over the flattened array
+    if (flatten) {
+      x = contiguous(x);
+      x = x.view({x.numElements()}, {1}, x.offset());
+    }
+    size_t axis = flatten ? 0 : normalizeAxis(attrs.axes.at(0), x.rank());
+    int64_t length = x.shape()[axis];
+    if (length == 0)
+      throw ir::UserError(std::string("zero-size array to reduction operation ") + op.name() +
+                          " which has no identity");
+    ArgReduction plan = planArgReduction(op, x.dtype(), axis, length, attrs.keepdims && !flatten);
+    Tensor extreme = reduce(plan.extreme, {x}, x.dtype());
+    // Each position's index along the axis, broadcast over the other axes.
+    Tensor positions = Tensor::empty(ir::DType::I64, {length});
+    for (int64_t i = 0; i < length; ++i)
+      positions.data<int64_t>()[i] = i;
+    std::vector<int64_t> shape(x.rank(), 1), strides(x.rank(), 0);
+    shape[axis] = length;
+    strides[axis] = 1;
+    Tensor index = upload(positions).view(shape, strides, 0);
+    Tensor result = reduce(plan.first, {x, extreme, index}, ir::DType::I64);
+    if (flatten && attrs.keepdims) // every axis of the input kept, as 1
+      result = result.view(std::vector<int64_t>(inputRank, 1), std::vector<int64_t>(inputRank, 0), 0);
+    return result;
   }
 
   /// Through cuBLAS, or the generated matmul kernel without it: f32 or f64 operands of rank 1 or 2. An

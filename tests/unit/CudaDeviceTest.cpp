@@ -231,19 +231,36 @@ TEST_F(CudaDeviceTest, WithoutCublasMatmulLaunchesTheGeneratedKernel) {
 
 TEST_F(CudaDeviceTest, OpsWithoutAKernelAreStagedThroughTheHostAndReported) {
   Graph graph;
+  TensorType type{DType::F32, {tg::ir::Dim::of(2), tg::ir::Dim::of(5)}, Place::Device};
+  tg::ir::Value *a = graph.addInput(type, "a"), *b = graph.addInput(type, "b");
+  tg::ir::OpAttrs attrs;
+  attrs.axes = {1};
+  tg::ir::Node *stack = graph.addNode(Op(OpKind::Stack, attrs, Place::Device), {a, b});
+  std::unique_ptr<Device> device = tg::runtime::cuda::openCudaDevice();
+  Tensor hostA = range(DType::F32, {2, 5}), hostB = range(DType::F32, {2, 5}).permuted({0, 1});
+  Tensor result = device->run(*stack, {device->upload(hostA), device->upload(hostB)});
+  EXPECT_EQ(result.memory(), Memory::Cuda);
+  Tensor expected =
+      tg::runtime::runOp(stack->op().on(Place::Host), {hostA, hostB}, {stack->output()->type()})[0];
+  EXPECT_EQ(device->download(result).toData(), expected.toData());
+  EXPECT_NE(device->report().find("1 stack node(s) ran on the host through staging"), std::string::npos)
+      << device->report();
+}
+
+TEST_F(CudaDeviceTest, ArgmaxIsTwoGeneratedReductions) {
+  Graph graph;
   tg::ir::Value *x =
-      graph.addInput(TensorType{DType::F32, {tg::ir::Dim::of(2), tg::ir::Dim::of(5)}, Place::Device}, "x");
+      graph.addInput(TensorType{DType::F32, {tg::ir::Dim::of(3), tg::ir::Dim::of(50)}, Place::Device}, "x");
   tg::ir::OpAttrs attrs;
   attrs.axes = {1};
   tg::ir::Node *argmax = graph.addNode(Op(OpKind::Argmax, attrs, Place::Device), {x});
   std::unique_ptr<Device> device = tg::runtime::cuda::openCudaDevice();
-  Tensor host = range(DType::F32, {2, 5});
-  Tensor result = device->run(*argmax, {device->upload(host)});
-  EXPECT_EQ(result.memory(), Memory::Cuda);
-  Tensor expected = tg::runtime::runOp(argmax->op().on(Place::Host), {host}, {argmax->output()->type()})[0];
-  EXPECT_EQ(device->download(result).toData(), expected.toData());
-  EXPECT_NE(device->report().find("1 argmax node(s) ran on the host through staging"), std::string::npos)
-      << device->report();
+  Tensor result = device->run(*argmax, {device->upload(range(DType::F32, {3, 50}))});
+  EXPECT_EQ(result.shape(), std::vector<int64_t>{3});
+  EXPECT_EQ(result.dtype(), DType::I64);
+  // One block per row, 64 threads for 50 elements: the max, then the first index of it.
+  EXPECT_EQ(count("grid=3x1x1 block=64x1x1"), 2u) << log();
+  EXPECT_EQ(device->report().find("staging"), std::string::npos) << device->report();
 }
 
 } // namespace

@@ -91,6 +91,10 @@ std::vector<int64_t> broadcastShapes(const std::vector<int64_t> &a, const std::v
 /// broadcast.
 std::vector<int64_t> broadcastStrides(const Tensor &tensor, const std::vector<int64_t> &shape);
 
+/// The shapes of concat's (or stack's) inputs must agree on every axis but `skipAxis` (stack: on every axis,
+/// with skipAxis = rank); throws UserError naming the input that does not.
+void checkJoinShapes(const std::vector<Tensor> &inputs, const char *opName, size_t skipAxis);
+
 /// `axis` counted from the end when negative; a compiler bug when out of range (type inference checked it).
 size_t normalizeAxis(int64_t axis, size_t rank);
 

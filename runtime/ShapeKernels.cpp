@@ -78,25 +78,8 @@ Tensor slice(const Tensor &x, const std::vector<ir::SliceSpec> &slices) {
   return x.view(std::move(shape), std::move(strides), offset);
 }
 
-/// The tensors' shapes must agree on every axis but `axis` (for concat) or on every axis (for stack).
-void checkShapes(const std::vector<Tensor> &inputs, const char *opName, size_t skipAxis) {
-  const std::vector<int64_t> &first = inputs[0].shape();
-  for (size_t i = 1; i < inputs.size(); ++i) {
-    const std::vector<int64_t> &shape = inputs[i].shape();
-    bool same = shape.size() == first.size();
-    for (size_t d = 0; same && d < shape.size(); ++d)
-      same = d == skipAxis || shape[d] == first[d];
-    if (!same)
-      throw ir::UserError(std::string(opName) + ": input " + std::to_string(i) + " has shape " +
-                          shapeTuple(shape) + ", but input 0 has shape " + shapeTuple(first) +
-                          (skipAxis < first.size()
-                               ? "; shapes must match except along axis " + std::to_string(skipAxis)
-                               : "; all shapes must match"));
-  }
-}
-
 Tensor concat(const std::vector<Tensor> &inputs, size_t axis) {
-  checkShapes(inputs, "concat", axis);
+  checkJoinShapes(inputs, "concat", axis);
   std::vector<int64_t> shape = inputs[0].shape();
   shape[axis] = 0;
   for (const Tensor &input : inputs)
@@ -111,7 +94,7 @@ Tensor concat(const std::vector<Tensor> &inputs, size_t axis) {
 }
 
 Tensor stack(const std::vector<Tensor> &inputs, size_t axis) {
-  checkShapes(inputs, "stack", inputs[0].rank());
+  checkJoinShapes(inputs, "stack", inputs[0].rank());
   std::vector<int64_t> shape = inputs[0].shape();
   shape.insert(shape.begin() + static_cast<ptrdiff_t>(axis), static_cast<int64_t>(inputs.size()));
   Tensor out = Tensor::empty(inputs[0].dtype(), shape);
@@ -123,6 +106,22 @@ Tensor stack(const std::vector<Tensor> &inputs, size_t axis) {
 }
 
 } // namespace
+
+void checkJoinShapes(const std::vector<Tensor> &inputs, const char *opName, size_t skipAxis) {
+  const std::vector<int64_t> &first = inputs[0].shape();
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    const std::vector<int64_t> &shape = inputs[i].shape();
+    bool same = shape.size() == first.size();
+    for (size_t d = 0; same && d < shape.size(); ++d)
+      same = d == skipAxis || shape[d] == first[d];
+    if (!same)
+      throw ir::UserError(std::string(opName) + ": input " + std::to_string(i) + " has shape " +
+                          shapeTuple(shape) + ", but input 0 has shape " + shapeTuple(first) +
+                          (skipAxis < first.size()
+                               ? "; shapes must match except along axis " + std::to_string(skipAxis)
+                               : "; all shapes must match"));
+  }
+}
 
 Tensor shapeKernel(const ir::Op &op, const std::vector<Tensor> &inputs) {
   const ir::OpAttrs &attrs = op.attrs();

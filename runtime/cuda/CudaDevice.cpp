@@ -176,6 +176,7 @@ public:
       return reduce(ir::Op(OpKind::Fused, std::move(attrs), ir::Place::Device), inputs, dtype);
     }
     if (op.kind() == OpKind::Argmax || op.kind() == OpKind::Argmin) return argReduce(op, inputs[0]);
+    if (op.kind() == OpKind::Concat || op.kind() == OpKind::Stack) return join(op, inputs);
     return staged(node, inputs, "no CUDA kernel for " + std::string(op.name()) + " yet");
   }
 
@@ -327,6 +328,44 @@ private:
             &reducedRank});
     if (canFail(body)) checkErrorFlag(packed.errorFlag);
     return bound.output;
+  }
+
+  /// concat (or stack: concat of the inputs with a size-1 axis added) along axis k: each input, with k moved
+  /// first, made contiguous and copied after the previous one; the result is that buffer viewed with k back
+  /// in place (a strided view, which every device op reads).
+  Tensor join(const ir::Op &op, std::vector<Tensor> inputs) {
+    bool stack = op.kind() == OpKind::Stack;
+    size_t rank = inputs[0].rank() + (stack ? 1 : 0);
+    size_t axis = normalizeAxis(op.attrs().axes.at(0), rank);
+    checkJoinShapes(inputs, op.name(), stack ? inputs[0].rank() : axis);
+    if (stack)
+      for (Tensor &input : inputs) {
+        std::vector<int64_t> shape = input.shape(), strides = input.strides();
+        shape.insert(shape.begin() + static_cast<ptrdiff_t>(axis), 1);
+        strides.insert(strides.begin() + static_cast<ptrdiff_t>(axis), 0);
+        input = input.view(shape, strides, input.offset());
+      }
+    std::vector<int64_t> perm{static_cast<int64_t>(axis)}; // the buffer's axes: k, then the others in order
+    for (size_t d = 0; d < rank; ++d)
+      if (d != axis) perm.push_back(static_cast<int64_t>(d));
+    std::vector<int64_t> shape = inputs[0].permuted(perm).shape();
+    shape[0] = 0;
+    for (const Tensor &input : inputs)
+      shape[0] += input.shape()[axis];
+    Tensor buffer = allocate(inputs[0].dtype(), shape);
+    size_t offset = 0;
+    for (const Tensor &input : inputs) {
+      Tensor part = contiguous(input.permuted(perm));
+      size_t bytes = byteSize(part);
+      if (bytes > 0)
+        TG_CUDA_CHECK(driver(), cuMemcpyDtoDAsync, deviceAddress(buffer) + offset, deviceAddress(part), bytes,
+                      context_->stream);
+      offset += bytes;
+    }
+    std::vector<int64_t> back(rank); // result axis d is buffer axis back[d]
+    for (size_t j = 0; j < rank; ++j)
+      back[static_cast<size_t>(perm[j])] = static_cast<int64_t>(j);
+    return buffer.permuted(back);
   }
 
   /// argmax / argmin as two generated reductions (runtime/ArgReduction.h).

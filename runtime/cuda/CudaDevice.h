@@ -5,6 +5,7 @@
 //   fused node, elementwise op     the generated kernel (an unfused elementwise op is a one-op program)
 //   fused or plain reduction       the generated reduction kernel (warp shuffles, one block per output)
 //   argmax, argmin                 two generated reductions (runtime/ArgReduction.h)
+//   concat, stack                  device-to-device copies of the parts, the joined axis moved first
 //   matmul                         cuBLAS gemm (f32, f64, up to 2-D, row-major or transposed operands), or
 //                                  without cuBLAS the generated matmul kernel (Kernel.h) on the same operands
 //   transpose, broadcast_to,       views of device memory (reshape of a non-contiguous value copies it

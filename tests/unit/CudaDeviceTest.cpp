@@ -231,20 +231,50 @@ TEST_F(CudaDeviceTest, WithoutCublasMatmulLaunchesTheGeneratedKernel) {
 
 TEST_F(CudaDeviceTest, OpsWithoutAKernelAreStagedThroughTheHostAndReported) {
   Graph graph;
+  auto matrix = [&](int64_t rows, int64_t cols, const char *name) {
+    return graph.addInput(
+        TensorType{DType::I32, {tg::ir::Dim::of(rows), tg::ir::Dim::of(cols)}, Place::Device}, name);
+  };
+  tg::ir::Node *product =
+      graph.addNode(Op(OpKind::Matmul, {}, Place::Device), {matrix(2, 3, "a"), matrix(3, 4, "b")});
+  std::unique_ptr<Device> device = tg::runtime::cuda::openCudaDevice();
+  Tensor a = range(DType::I32, {2, 3}), b = range(DType::I32, {3, 4});
+  Tensor result = device->run(*product, {device->upload(a), device->upload(b)});
+  EXPECT_EQ(result.memory(), Memory::Cuda);
+  Tensor expected = tg::runtime::runOp(product->op().on(Place::Host), {a, b}, {product->output()->type()})[0];
+  EXPECT_EQ(device->download(result).toData(), expected.toData());
+  EXPECT_NE(
+      device->report().find("1 matmul node(s) ran on the host through staging: no CUDA kernel for a matmul "
+                            "of i32"),
+      std::string::npos)
+      << device->report();
+}
+
+TEST_F(CudaDeviceTest, ConcatAndStackCopyDeviceMemory) {
+  // Along axis 0 of contiguous inputs, the parts are copied as they are (cuMemcpyDtoDAsync): exact numbers
+  // even on the fake driver. Along another axis, each part is first made contiguous by a kernel.
+  Graph graph;
   TensorType type{DType::F32, {tg::ir::Dim::of(2), tg::ir::Dim::of(5)}, Place::Device};
   tg::ir::Value *a = graph.addInput(type, "a"), *b = graph.addInput(type, "b");
-  tg::ir::OpAttrs attrs;
-  attrs.axes = {1};
-  tg::ir::Node *stack = graph.addNode(Op(OpKind::Stack, attrs, Place::Device), {a, b});
+  auto join = [&](OpKind kind, int64_t axis) {
+    tg::ir::OpAttrs attrs;
+    attrs.axes = {axis};
+    return graph.addNode(Op(kind, attrs, Place::Device), {a, b});
+  };
   std::unique_ptr<Device> device = tg::runtime::cuda::openCudaDevice();
-  Tensor hostA = range(DType::F32, {2, 5}), hostB = range(DType::F32, {2, 5}).permuted({0, 1});
-  Tensor result = device->run(*stack, {device->upload(hostA), device->upload(hostB)});
-  EXPECT_EQ(result.memory(), Memory::Cuda);
-  Tensor expected =
-      tg::runtime::runOp(stack->op().on(Place::Host), {hostA, hostB}, {stack->output()->type()})[0];
-  EXPECT_EQ(device->download(result).toData(), expected.toData());
-  EXPECT_NE(device->report().find("1 stack node(s) ran on the host through staging"), std::string::npos)
-      << device->report();
+  Tensor hostA = range(DType::F32, {2, 5}), hostB = range(DType::F32, {3, 5}).view({2, 5}, {5, 1}, 5);
+  std::vector<Tensor> onDevice{device->upload(hostA), device->upload(hostB)};
+  for (tg::ir::Node *node : {join(OpKind::Concat, 0), join(OpKind::Stack, 0), join(OpKind::Stack, -3)}) {
+    Tensor expected =
+        tg::runtime::runOp(node->op().on(Place::Host), {hostA, hostB}, {node->output()->type()})[0];
+    EXPECT_EQ(device->download(device->run(*node, onDevice)).toData(), expected.toData()) << node->op().str();
+  }
+  EXPECT_EQ(count("cuMemcpyDtoDAsync 40"), 6u) << log();
+  EXPECT_EQ(count("cuLaunchKernel"), 0u);
+  Tensor sideBySide = device->run(*join(OpKind::Concat, 1), onDevice);
+  EXPECT_EQ(sideBySide.shape(), (std::vector<int64_t>{2, 10}));
+  EXPECT_EQ(count("cuLaunchKernel"), 2u); // a and b, axis 1 moved first, made contiguous
+  EXPECT_EQ(device->report().find("staging"), std::string::npos) << device->report();
 }
 
 TEST_F(CudaDeviceTest, ArgmaxIsTwoGeneratedReductions) {

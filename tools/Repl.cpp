@@ -39,7 +39,7 @@ Commands (EXPR is any expression):
   :explain EXPR     where each of its nodes runs on a device, and why
   :time EXPR        how long it takes to compile and to run
   :device NAME      run on cpu, sim, cuda or auto from now on
-  :load FILE.tg     run a script's statements here (its outputs are printed)
+  :load FILE.tg     run a script's statements here (its lets are kept, its outputs printed)
   :save FILE.npy NAME   save a let's value
   :reset            forget every import, def and let
   :help             this text
@@ -266,7 +266,7 @@ private:
       forget(bound[i]);
       entries_.push_back(
           {Entry::Value, bound[i], "input " + bound[i] + " : " + typeOf(values[i]) + "\n", values[i]});
-      printValue(bound[i], values[i]);
+      if (!loading_) printValue(bound[i], values[i]);
     }
   }
 
@@ -388,7 +388,9 @@ private:
         continue;
       }
       statement.pop_back();
+      loading_ = true; // a script's lets are kept quietly; its outputs print
       handle(statement);
+      loading_ = false;
     }
   }
 
@@ -414,6 +416,7 @@ private:
   std::string lastSource_;
   int lastOffset_ = 0;
   int exitCode_ = 0;
+  bool loading_ = false;
 };
 
 /// The next complete input: one line, or several while brackets are open. nullopt at the end of the input.

@@ -34,9 +34,9 @@ bool isImmediate(const Value *value) {
 /// instruction) or a reduction (the program computes the value it reduces: its prologue).
 class ClusterBuilder {
 public:
-  explicit ClusterBuilder(ir::Graph &graph)
-      : graph_(graph), clusterOf_(graph.nodeIdBound(), -1), valueStamp_(graph.valueIdBound(), -1),
-        valueSlot_(graph.valueIdBound(), 0) {}
+  ClusterBuilder(ir::Graph &graph, PlacementReasons *placement)
+      : graph_(graph), placement_(placement), clusterOf_(graph.nodeIdBound(), -1),
+        valueStamp_(graph.valueIdBound(), -1), valueSlot_(graph.valueIdBound(), 0) {}
 
   bool clustered(const Node *node) const { return clusterOfNode(node) >= 0; }
 
@@ -207,9 +207,13 @@ private:
     Node *fused =
         graph_.addNode(ir::Op(ir::OpKind::Fused, std::move(attrs), place_), inputs, root->loc(), root->pin());
     graph_.substitute(root->output(), fused->output());
+    if (placement_)
+      if (auto reason = placement_->find(root); reason != placement_->end())
+        (*placement_)[fused] = reason->second + " (fused)";
   }
 
   ir::Graph &graph_;
+  PlacementReasons *placement_;
   std::vector<int> clusterOf_; // by node id
   std::vector<int> visited_;   // by node id: the cluster whose member walk reached it
   int cluster_ = -1, nextCluster_ = 0;
@@ -226,9 +230,9 @@ private:
 
 /// Roots clusters at the nodes `isRoot` accepts, consumers first. Returns {kernels made, ops fused}.
 template <typename IsRoot>
-std::pair<size_t, size_t> fuseFrom(ir::Graph &graph, IsRoot isRoot) {
+std::pair<size_t, size_t> fuseFrom(ir::Graph &graph, IsRoot isRoot, PlacementReasons *placement) {
   std::vector<Node *> order = graph.toposort();
-  ClusterBuilder builder(graph);
+  ClusterBuilder builder(graph, placement);
   size_t kernels = 0, ops = 0;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     if (!isRoot(*it) || builder.clustered(*it)) continue;
@@ -242,11 +246,11 @@ std::pair<size_t, size_t> fuseFrom(ir::Graph &graph, IsRoot isRoot) {
 
 } // namespace
 
-void fuseElementwise(ir::Graph &graph, PassProfile &profile) {
+void fuseElementwise(ir::Graph &graph, PassProfile &profile, PlacementReasons *placement) {
   // Reductions first, so that an elementwise value they copy into their prologue is left to its other
   // readers alone, and fuses with them.
-  auto [reductions, reducedOps] = fuseFrom(graph, isPrologueRoot);
-  auto [kernels, ops] = fuseFrom(graph, fusible);
+  auto [reductions, reducedOps] = fuseFrom(graph, isPrologueRoot, placement);
+  auto [kernels, ops] = fuseFrom(graph, fusible, placement);
   profile.details["kernels"] = static_cast<double>(kernels + reductions);
   profile.details["fused ops"] = static_cast<double>(ops + reducedOps);
   if (kernels) profile.rewrites["fuse elementwise cluster"] = kernels;

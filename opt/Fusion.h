@@ -27,7 +27,9 @@ constexpr size_t kMaxFusedInputs = 64;
 /// Afterwards no elementwise node is left outside a `fused` node; every fused node's program computes exactly
 /// what its cluster did. Single elementwise nodes become one-instruction fused nodes, so that all elementwise
 /// work runs as generated kernels; so does a reduction without elementwise producers (an empty program).
-/// Records "kernels" (fused nodes made) and "fused ops" in the profile; leaves no dead nodes.
-void fuseElementwise(ir::Graph &graph, PassProfile &profile);
+/// Records "kernels" (fused nodes made) and "fused ops" in the profile; leaves no dead nodes. With
+/// `placement`, each fused node gets the reason of the node it replaced (its cluster's root), marked as
+/// fused.
+void fuseElementwise(ir::Graph &graph, PassProfile &profile, PlacementReasons *placement = nullptr);
 
 } // namespace tg::opt

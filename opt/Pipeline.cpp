@@ -70,8 +70,8 @@ void runCutTransfers(ir::Graph &graph, RewriteContext &context, PassProfile &pro
   mergeEquivalent(graph, profile);
 }
 
-void runFusion(ir::Graph &graph, RewriteContext &, PassProfile &profile, const OptimizerOptions &) {
-  fuseElementwise(graph, profile);
+void runFusion(ir::Graph &graph, RewriteContext &context, PassProfile &profile, const OptimizerOptions &) {
+  fuseElementwise(graph, profile, context.placement);
 }
 
 bool selected(const PassInfo &pass, const OptimizerOptions &options) {

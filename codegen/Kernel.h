@@ -98,18 +98,18 @@ enum : int32_t {
 /// The message for an error code, in the CPU kernels' words (for ir::UserError).
 const char *kernelErrorMessage(int32_t code);
 
-/// An input's stride along the innermost axis, when a host Strided elementwise kernel is compiled for it:
-/// a unit or zero stride is a constant in the code, so the row loop vectorizes with plain or broadcast loads
-/// and needs no versioning on run-time strides.
+/// An input's stride along the innermost axis (of a reduction: the innermost reduced axis), when a host
+/// Strided kernel is compiled for it: a unit or zero stride is a constant in the code, so the row loop
+/// vectorizes with plain or broadcast loads and needs no versioning on run-time strides.
 enum class InnerStride : uint8_t { Any, Unit, Zero };
 
 struct KernelSpec {
   const ir::ScalarGraph *body; // each instruction's dtype one the CPU accepts; `reduction` set makes a
                                // reduction kernel (its axes are run-time arguments: KernelArgs::reducedRank)
   Layout layout;
-  /// Host Strided elementwise kernels: one per input, what the run-time strides will be along the last
-  /// axis (of rank-0 outputs: Zero). Empty means Any for every input; other kernels ignore it and want it
-  /// empty (it is part of every cache key).
+  /// Host Strided kernels: one per input, what the run-time strides will be along the last axis of the
+  /// iteration space (Zero for all where there is none: rank-0 outputs, reductions of no axis). Empty means
+  /// Any for every input; other kernels ignore it and want it empty (it is part of every cache key).
   std::vector<InnerStride> innerStrides = {};
 };
 

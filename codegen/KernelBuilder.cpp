@@ -150,6 +150,14 @@ public:
     return axis;
   }
 
+  /// The inner axis's strides, those the kernel is specialized for as constants (KernelSpec::innerStrides).
+  std::vector<Value *> specializedStrides(std::vector<Value *> strides) {
+    for (size_t k = 0; k < spec.innerStrides.size(); ++k)
+      if (spec.innerStrides[k] != InnerStride::Any)
+        strides[k] = builder.getInt64(spec.innerStrides[k] == InnerStride::Unit ? 1 : 0);
+    return strides;
+  }
+
 protected:
   Value *load(llvm::AllocaInst *variable) {
     return builder.CreateLoad(variable->getAllocatedType(), variable);
@@ -229,11 +237,7 @@ protected:
     InnerAxis innermost =
         innerAxis(operands, builder.CreateICmpSGT(operands.rank, builder.getInt64(0)), "unravel");
     Value *innerSize = innermost.size;
-    // A stride the kernel is specialized for is a constant (KernelSpec::innerStrides).
-    std::vector<Value *> innerStrides = innermost.strides;
-    for (size_t k = 0; k < spec.innerStrides.size(); ++k)
-      if (spec.innerStrides[k] != InnerStride::Any)
-        innerStrides[k] = builder.getInt64(spec.innerStrides[k] == InnerStride::Unit ? 1 : 0);
+    std::vector<Value *> innerStrides = specializedStrides(innermost.strides);
 
     // index[j] and rowBase[k] for begin, from the last axis to the first.
     Value *index = builder.CreateAlloca(i64, operands.rank, "index");
@@ -526,7 +530,7 @@ public:
     size_t numInputs = operands.inputs.size();
     InnerAxis inner = innerAxis(operands, b.CreateICmpSGT(operands.reducedRank, b.getInt64(0)), "rows");
     Value *innerSize = inner.size, *rowAxesEnd = inner.index;
-    const std::vector<Value *> &innerStrides = inner.strides;
+    std::vector<Value *> innerStrides = specializedStrides(inner.strides);
     Value *rowCount = b.CreateSelect(
         b.CreateICmpEQ(innerSize, b.getInt64(0)), b.getInt64(0),
         b.CreateUDiv(reducedCount, b.CreateBinaryIntrinsic(llvm::Intrinsic::umax, innerSize, b.getInt64(1))),
@@ -819,9 +823,9 @@ llvm::Function *declareKernel(llvm::Module &module, const std::string &name, llv
 } // namespace
 
 llvm::Function *buildHostKernel(llvm::Module &module, const KernelSpec &spec, const std::string &name) {
-  TG_ASSERT(spec.innerStrides.empty() || (spec.layout == Layout::Strided && !spec.body->reduction &&
-                                          spec.innerStrides.size() == spec.body->numInputs()))
-      << "inner strides are for host Strided elementwise kernels, one per input";
+  TG_ASSERT(spec.innerStrides.empty() ||
+            (spec.layout == Layout::Strided && spec.innerStrides.size() == spec.body->numInputs()))
+      << "inner strides are for host Strided kernels, one per input";
   llvm::LLVMContext &context = module.getContext();
   llvm::Type *i64 = llvm::Type::getInt64Ty(context);
   llvm::Function *function =

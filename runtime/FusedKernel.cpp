@@ -78,7 +78,14 @@ Tensor runSimulatedDevice(const ir::ScalarGraph &body, const std::vector<Tensor>
 
 Tensor runHostReduction(const ir::Op &op, const std::vector<Tensor> &operands, ir::DType dtype) {
   ReductionLaunch launch(op, operands, dtype, Tensor::empty);
-  codegen::HostKernel kernel = codegen::compileHostKernel({op.attrs().body.get(), launch.layout});
+  codegen::KernelSpec spec{op.attrs().body.get(), launch.layout};
+  if (launch.layout ==
+      codegen::Layout::Strided) // specialized for the strides along the innermost reduced axis
+    spec.innerStrides =
+        launch.args.reducedRank == 0
+            ? std::vector<codegen::InnerStride>(operands.size(), codegen::InnerStride::Zero)
+            : codegen::innerStridePattern(launch.strides, operands.size(), launch.shape.size());
+  codegen::HostKernel kernel = codegen::compileHostKernel(spec);
   int64_t count = launch.output.numElements();
   if (count == 0) return launch.output;
   int64_t work = count * std::max<int64_t>(launch.reducedCount, 1);

@@ -1,7 +1,7 @@
 // bench/gpu: tgc's CUDA device on a GPU, one table: fused elementwise kernels and reductions (GB/s against
-// the card's peak, computed from its memory clock and bus width), matmul through cuBLAS (TFLOP/s), per-kernel
-// compile and module-load latency, and each result against the CPU's. Device work is timed with the inputs
-// already in device memory and a synchronize at the end of each repetition.
+// the card's peak), matmul through cuBLAS (TFLOP/s), each case's first run (compile and module load included)
+// and each result against the CPU's; then the device's report, with the PTX and module-load time per kernel.
+// Device work is timed with the inputs already in device memory and a synchronize after each repetition.
 //
 //   build/bench/gpu [--repeat 20]          (bench/gpu.sh builds, tests and runs it)
 #include "bench/GraphBuilders.h"

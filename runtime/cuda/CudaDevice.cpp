@@ -13,6 +13,8 @@
 #include "runtime/cuda/Driver.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -189,6 +191,16 @@ public:
          << " cuBLAS gemms" << (cublas_ ? "" : " (" + cublasMissing_ + ")") << ", " << generatedMatmuls_
          << " generated matmuls; device memory: " << memory.driverAllocations << " cuMemAlloc, "
          << memory.reused << " reused, peak " << (memory.peakBytesInUse >> 10) << " KiB";
+    if (!modules_.empty()) {
+      double kernels = static_cast<double>(modules_.size());
+      char line[200];
+      std::snprintf(
+          line, sizeof line,
+          "\ncuda: per kernel, %.2f ms to make its PTX (compiled, or read from the kernel cache) and %.2f "
+          "ms to load it",
+          1e3 * ptxSeconds_ / kernels, 1e3 * loadSeconds_ / kernels);
+      text << line;
+    }
     for (const auto &[op, why] : stagedReasons_)
       text << "\ncuda: " << stagedCounts_.at(op) << " " << op
            << " node(s) ran on the host through staging: " << why;
@@ -236,7 +248,9 @@ private:
   /// The kernel `name`, loaded once from the PTX that `ptx` makes.
   CUfunction function(const std::string &name, const std::function<std::string()> &ptx) {
     if (auto found = functions_.find(name); found != functions_.end()) return found->second;
+    auto start = std::chrono::steady_clock::now();
     std::string text = ptx();
+    auto generated = std::chrono::steady_clock::now();
     char errorLog[8192] = {}, infoLog[8192] = {};
     CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
                               CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
@@ -251,6 +265,8 @@ private:
     CUfunction function = nullptr;
     TG_CUDA_CHECK(driver(), cuModuleGetFunction, &function, module, name.c_str());
     functions_[name] = function;
+    ptxSeconds_ += std::chrono::duration<double>(generated - start).count();
+    loadSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - generated).count();
     return function;
   }
 
@@ -564,6 +580,7 @@ private:
   std::vector<Staging> staging_;
   bool stagingTried_ = false;
   size_t launches_ = 0, gemms_ = 0, generatedMatmuls_ = 0;
+  double ptxSeconds_ = 0, loadSeconds_ = 0; // making and loading the modules so far
   std::map<std::string, size_t> stagedCounts_;
   std::map<std::string, std::string> stagedReasons_;
 };

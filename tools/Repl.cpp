@@ -109,9 +109,10 @@ public:
   /// Handles one complete input; false when the session should end.
   bool handle(const std::string &input) {
     auto [word, rest] = splitWord(input);
-    if (word.empty()) return true;
+    size_t first = input.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos || input[first] == '#') return true; // blank, or a comment
     try {
-      if (word[0] == ':') return command(word, rest);
+      if (!word.empty() && word[0] == ':') return command(word, rest);
       statement(word, input);
     } catch (const ir::UserError &error) {
       report(error);

@@ -189,7 +189,7 @@ void Graph::assumeToposort(std::vector<Node *> order) {
 
 void Graph::replaceUses(Value *old, Value *replacement) {
   TG_ASSERT(old != replacement) << "replacing value " << old->id_ << " with itself";
-  std::vector<Use> uses = std::move(old->clients_);
+  Clients uses = std::move(old->clients_);
   old->clients_.clear();
   for (const Use &use : uses) {
     if (!use.node) {

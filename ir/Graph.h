@@ -37,6 +37,9 @@ struct Use {
   bool operator==(const Use &other) const { return node == other.node && index == other.index; }
 };
 
+/// The uses of a value: most values have one reader, kept inline.
+using Clients = SmallVector<Use, 1>;
+
 class Value {
 public:
   int id() const { return id_; }
@@ -47,7 +50,7 @@ public:
   void setName(std::string name) { name_ = std::move(name); }
   bool isConstant() const { return constant_ != nullptr; }
   const TensorData &constant() const { return *constant_; }
-  const std::vector<Use> &clients() const { return clients_; }
+  const Clients &clients() const { return clients_; }
 
 private:
   friend class Graph;
@@ -56,7 +59,7 @@ private:
   Node *owner_ = nullptr;
   std::string name_;
   std::shared_ptr<const TensorData> constant_;
-  std::vector<Use> clients_;
+  Clients clients_;
 };
 
 class Node {

@@ -10,12 +10,14 @@ Dim Dim::named(const std::string &symbol) {
   static std::mutex mutex;
   static std::unordered_set<std::string> symbols; // node-based: an element's address never changes
   std::lock_guard<std::mutex> lock(mutex);
-  return Dim(0, &*symbols.insert(symbol).first);
+  auto address = reinterpret_cast<uintptr_t>(&*symbols.insert(symbol).first); // aligned: the low bit is free
+  return Dim(static_cast<int64_t>(address | 1));
 }
 
 const std::string &Dim::symbol() const {
   static const std::string none;
-  return symbol_ ? *symbol_ : none;
+  return isStatic() ? none
+                    : *reinterpret_cast<const std::string *>(static_cast<uintptr_t>(word_) & ~uintptr_t(1));
 }
 
 std::vector<bool> TensorType::broadcastable() const {

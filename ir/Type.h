@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ir/DType.h"
+#include "ir/SmallVector.h"
 
 #include <cstdint>
 #include <optional>
@@ -12,29 +13,30 @@ namespace tg::ir {
 
 /// One dimension: a static size, or a symbol (`n` in `f32[n, 4]`) whose size is known only at run time.
 /// Symbolic dimensions are never broadcastable (Theano's rule): only a static 1 broadcasts at compile time.
-/// Symbols are interned, so a Dim is two words: types are copied on every node a pass creates or checks.
+/// Symbols are interned, so a Dim is one word (the size shifted left, or the symbol's address with the low
+/// bit set): types are copied on every node a pass creates or checks.
 class Dim {
 public:
   Dim() = default;
-  static Dim of(int64_t size) { return Dim(size, nullptr); }
+  static Dim of(int64_t size) { return Dim(static_cast<int64_t>(static_cast<uint64_t>(size) << 1)); }
   static Dim named(const std::string &symbol);
-  bool isStatic() const { return symbol_ == nullptr; }
-  bool isOne() const { return isStatic() && size_ == 1; }
+  bool isStatic() const { return (word_ & 1) == 0; }
+  bool isOne() const { return word_ == 2; }
   /// The static size (0 for a symbol).
-  int64_t size() const { return size_; }
+  int64_t size() const { return isStatic() ? word_ >> 1 : 0; }
   /// The symbol ("" for a static size).
   const std::string &symbol() const;
-  bool operator==(const Dim &other) const { return size_ == other.size_ && symbol_ == other.symbol_; }
+  bool operator==(const Dim &other) const { return word_ == other.word_; }
   bool operator!=(const Dim &other) const { return !(*this == other); }
-  std::string str() const { return isStatic() ? std::to_string(size_) : *symbol_; }
+  std::string str() const { return isStatic() ? std::to_string(size()) : symbol(); }
 
 private:
-  Dim(int64_t size, const std::string *symbol) : size_(size), symbol_(symbol) {}
-  int64_t size_ = 0;
-  const std::string *symbol_ = nullptr; // interned; null when static
+  explicit Dim(int64_t word) : word_(word) {}
+  int64_t word_ = 0;
 };
 
-using Shape = std::vector<Dim>;
+/// Dimensions, outermost first; up to rank 4 without an allocation.
+using Shape = SmallVector<Dim, 4>;
 
 /// Host memory or device memory. A host and a device tensor of one shape are different types.
 enum class Place : uint8_t { Host, Device };

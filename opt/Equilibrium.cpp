@@ -59,7 +59,7 @@ void rewriteToFixedPoint(RewriteContext &context, const std::vector<RewriteRule>
       ir::Value *replacement = rule->apply(context, node);
       context.current = nullptr;
       if (!replacement || replacement == output) continue;
-      std::vector<ir::Use> clients = output->clients();
+      ir::Clients clients = output->clients();
       graph.substitute(output, replacement);
       ++profile.rewrites[rule->name];
       for (const ir::Use &use : clients)

@@ -122,7 +122,7 @@ private:
   /// A param kept in device memory becomes a device input, which every client reads through to_host (graph
   /// outputs too: they return to the host).
   void wrapResidentInput(Value *input) {
-    std::vector<ir::Use> uses = input->clients();
+    ir::Clients uses = input->clients();
     ir::TensorType type = input->type();
     type.place = Place::Device;
     Value *host = transfer(OpKind::ToHost, graph_.replaceInput(input, type), {});
@@ -196,7 +196,7 @@ private:
     lifters_.created(node->op().kind());
 
     Value *old = node->output();
-    std::vector<ir::Use> clients = old->clients();
+    ir::Clients clients = old->clients();
     // A device node reading the old 0-d value by value reads the device value: to_host feeding a device
     // node would be a round trip that no cut rule sees.
     for (const ir::Use &use : clients)

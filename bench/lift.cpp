@@ -29,29 +29,38 @@ struct Measurement {
   size_t transfers = 0, validations = 0;
 };
 
-/// Builds the graph `repeat` times and runs the lift pass with `strategy`, then cut-transfers, on each.
-Measurement measure(const bench::GraphBuilder &build, size_t size, size_t hostOnlyEvery,
-                    const std::string &strategy, int repeat) {
-  Measurement best;
-  for (int r = 0; r < repeat; ++r) {
-    ir::Program program;
-    build(program, size, hostOnlyEvery);
-    program.graph.removeDeadNodes();
-    opt::OptimizerOptions options;
-    options.device = true;
-    options.lift = strategy;
-    options.exclude = {"merge", "constant-fold", "canonicalize", "stabilize", "specialize"};
-    Measurement run;
-    run.nodes = program.graph.toposort().size();
-    for (const opt::PassProfile &pass : opt::optimize(program, options).passes) {
-      if (pass.name != "lift") continue;
-      run.seconds = pass.seconds;
-      run.validations = pass.validations;
-    }
-    for (const ir::Node *node : program.graph.toposort())
-      run.transfers += node->op().kind() == ir::OpKind::ToDevice || node->op().kind() == ir::OpKind::ToHost;
-    if (r == 0 || run.seconds < best.seconds) best = run;
+/// Builds the graph and runs the lift pass with `strategy`, then cut-transfers, on it.
+Measurement measureOnce(const bench::GraphBuilder &build, size_t size, size_t hostOnlyEvery,
+                        const std::string &strategy) {
+  ir::Program program;
+  build(program, size, hostOnlyEvery);
+  program.graph.removeDeadNodes();
+  opt::OptimizerOptions options;
+  options.device = true;
+  options.lift = strategy;
+  options.exclude = {"merge", "constant-fold", "canonicalize", "stabilize", "specialize"};
+  Measurement run;
+  run.nodes = program.graph.toposort().size();
+  for (const opt::PassProfile &pass : opt::optimize(program, options).passes) {
+    if (pass.name != "lift") continue;
+    run.seconds = pass.seconds;
+    run.validations = pass.validations;
   }
+  for (const ir::Node *node : program.graph.toposort())
+    run.transfers += node->op().kind() == ir::OpKind::ToDevice || node->op().kind() == ir::OpKind::ToHost;
+  return run;
+}
+
+/// The best of `repeat` runs for each size. The sizes take turns within each round, so that a slow spell of
+/// a shared machine hits them alike and the time per node compares across sizes.
+std::vector<Measurement> measure(const bench::GraphBuilder &build, const std::vector<size_t> &sizes,
+                                 size_t hostOnlyEvery, const std::string &strategy, int repeat) {
+  std::vector<Measurement> best(sizes.size());
+  for (int r = 0; r < repeat; ++r)
+    for (size_t s = 0; s < sizes.size(); ++s) {
+      Measurement run = measureOnce(build, sizes[s], hostOnlyEvery, strategy);
+      if (r == 0 || run.seconds < best[s].seconds) best[s] = run;
+    }
   return best;
 }
 
@@ -83,11 +92,12 @@ int main(int argc, char **argv) {
               "local s", "ns/node", "local/global", "transfers g/l", "validations g/l");
   for (const auto &[name, build] : bench::graphBuilders()) {
     if (std::find(graphs.begin(), graphs.end(), name) == graphs.end()) continue;
-    for (size_t size : sizes) {
-      Measurement global = measure(build, size, hostOnlyEvery, "global", repeat);
+    std::vector<Measurement> globals = measure(build, sizes, hostOnlyEvery, "global", repeat);
+    for (size_t s = 0; s < sizes.size(); ++s) {
+      const Measurement &global = globals[s];
       std::optional<Measurement> local;
-      if (size <= localMax)
-        local = measure(build, size, hostOnlyEvery, "local", localRepeat ? localRepeat : repeat);
+      if (sizes[s] <= localMax)
+        local = measure(build, {sizes[s]}, hostOnlyEvery, "local", localRepeat ? localRepeat : repeat)[0];
       std::printf("%-10s %8zu %12.6f %8.0f", name.c_str(), global.nodes, global.seconds,
                   1e9 * global.seconds / global.nodes);
       if (local) {

@@ -94,7 +94,7 @@ Node *Graph::addNode(Op op, std::vector<Value *> inputs, SourceLoc loc, Pin pin)
   node->pin_ = pin;
   node->loc_ = std::move(loc);
   for (size_t i = 0; i < inputs.size(); ++i)
-    inputs[i]->clients_.push_back(Use{node, i});
+    inputs[i]->clients_.push_back(inputUse(node, i));
   Value *output = newValue(std::move(type));
   output->owner_ = node;
   node->output_ = output;
@@ -110,7 +110,7 @@ Node *Graph::addNode(Op op, std::vector<Value *> inputs, SourceLoc loc, Pin pin)
 }
 
 void Graph::addOutput(Value *value) {
-  value->clients_.push_back(Use{nullptr, outputs_.size()});
+  value->clients_.push_back(outputUse(outputs_.size()));
   outputs_.push_back(value);
   changed();
 }
@@ -118,8 +118,8 @@ void Graph::addOutput(Value *value) {
 void Graph::setOutput(size_t index, Value *value) {
   Value *old = outputs_.at(index);
   auto &uses = old->clients_;
-  uses.erase(std::find(uses.begin(), uses.end(), Use{nullptr, index}));
-  value->clients_.push_back(Use{nullptr, index});
+  uses.erase(std::find(uses.begin(), uses.end(), outputUse(index)));
+  value->clients_.push_back(outputUse(index));
   outputs_[index] = value;
   if (old->owner_) maybeDead_.push_back(old->owner_);
   changed();
@@ -139,7 +139,8 @@ const std::vector<Node *> &Graph::toposort() const {
   // is read once, when first reached: its producers go on `pending`, so finishing it later reads only the
   // stacks (on a large graph the node has long left the cache by then).
   enum : uint8_t { Unvisited, OnStack, Done };
-  std::vector<uint8_t> state(nodes_.size(), Unvisited);
+  std::vector<uint8_t> &state = reached_;
+  state.assign(nodes_.size(), Unvisited);
   topoCache_.clear();
   struct Frame {
     Node *node;
@@ -184,6 +185,9 @@ void Graph::assumeToposort(std::vector<Node *> order) {
   TG_ASSERT(toposort() == order) << "assumeToposort was given an order that is not the graph's";
 #endif
   topoCache_ = std::move(order);
+  reached_.assign(nodes_.size(), false);
+  for (const Node *node : topoCache_)
+    reached_[static_cast<size_t>(node->id_)] = true;
   topoValid_ = true;
 }
 
@@ -213,9 +217,9 @@ void Graph::setInput(Node *node, size_t index, Value *value) {
   TG_ASSERT(index < node->numInputs_) << "node " << node->id_ << " has no input " << index;
   Value *old = node->inputs_[index];
   auto &uses = old->clients_;
-  uses.erase(std::find(uses.begin(), uses.end(), Use{node, index}));
+  uses.erase(std::find(uses.begin(), uses.end(), inputUse(node, index)));
   node->inputs_[index] = value;
-  value->clients_.push_back(Use{node, index});
+  value->clients_.push_back(inputUse(node, index));
   for (GraphListener *listener : listeners_)
     listener->onInputChanged(node, index, old, value);
   if (old->owner_) maybeDead_.push_back(old->owner_);
@@ -241,11 +245,34 @@ void Graph::replaceAll(const std::vector<std::pair<Value *, Value *>> &replaceme
 
 void Graph::removeDeadNodes() {
   if (sweptVersion_ == version_) return; // nothing changed since the last sweep
-  // A node is dead when no live node and no graph output reads its value (the graph is acyclic, so this is
-  // "unreachable from the outputs"). Only a node that was added or lost a reader since the last sweep can
-  // have died first; the others die through their readers. So the cost follows the changes, not the graph.
-  // Readers are counted as the graph was before this sweep (`wasAlive`), lazily, once per value; every death
-  // then takes its reads off the counts, so a count reaches zero exactly when the last reader dies.
+  // A node is dead when no live node and no graph output reads its value: it is unreachable from the
+  // outputs. When the order is known, or so much changed that the next pass's order is worth computing now
+  // (a lift replaced the whole graph; canonicalize removed half of it), the dead are the nodes it does not
+  // list: one scan of a table by id. Otherwise the cost follows the changes.
+  if (topoValid_ || maybeDead_.size() > liveNodes_ / 8)
+    sweepUnreachable();
+  else
+    sweepFromChanges();
+  maybeDead_.clear();
+  sweptVersion_ = version_;
+}
+
+void Graph::sweepUnreachable() {
+  toposort();
+  std::vector<Node *> dead;
+  for (size_t id = 0; id < nodes_.size(); ++id)
+    if (alive_[id] && !reached_[id]) {
+      alive_[id] = false;
+      dead.push_back(nodes_[id]);
+    }
+  dropDead(dead);
+}
+
+void Graph::sweepFromChanges() {
+  // Only a node that was added or lost a reader since the last sweep can have died first; the others die
+  // through their readers. Readers are counted as the graph was before this sweep (`wasAlive`), lazily, once
+  // per value; every death then takes its reads off the counts, so a count reaches zero exactly when the last
+  // reader dies.
   constexpr uint32_t kUncounted = ~uint32_t(0);
   const std::vector<uint8_t> wasAlive = alive_;
   std::vector<uint32_t> liveReaders(values_.size(), kUncounted);
@@ -254,7 +281,7 @@ void Graph::removeDeadNodes() {
     if (count == kUncounted) {
       count = 0;
       for (const Use &use : value->clients_)
-        count += !use.node || wasAlive[static_cast<size_t>(use.node->id_)];
+        count += !use.node || wasAlive[use.nodeId];
     }
     return count;
   };
@@ -264,15 +291,8 @@ void Graph::removeDeadNodes() {
       alive_[static_cast<size_t>(node->id_)] = false;
       dead.push_back(node);
     }
-  maybeDead_.clear();
-  std::vector<Value *> inputsOfDead;
-  std::vector<uint8_t> listed(values_.size(), false);
   for (size_t next = 0; next < dead.size(); ++next) {
     for (Value *input : dead[next]->inputs()) {
-      if (!listed[static_cast<size_t>(input->id_)]) {
-        listed[static_cast<size_t>(input->id_)] = true;
-        inputsOfDead.push_back(input);
-      }
       Node *producer = input->owner_;
       if (--readers(input) == 0 && producer && isAlive(producer)) {
         alive_[static_cast<size_t>(producer->id_)] = false;
@@ -280,19 +300,30 @@ void Graph::removeDeadNodes() {
       }
     }
   }
+  dropDead(dead);
+}
+
+void Graph::dropDead(const std::vector<Node *> &dead) {
   liveNodes_ -= dead.size();
   // One filtering pass per value: a value with many dead readers (a shared constant) costs its client count
   // once, not once per dead reader.
+  std::vector<Value *> inputsOfDead;
+  std::vector<uint8_t> listed(values_.size(), false);
+  for (const Node *node : dead)
+    for (Value *input : node->inputs())
+      if (!listed[static_cast<size_t>(input->id_)]) {
+        listed[static_cast<size_t>(input->id_)] = true;
+        inputsOfDead.push_back(input);
+      }
   for (Value *value : inputsOfDead) {
     auto &uses = value->clients_;
     uses.erase(std::remove_if(uses.begin(), uses.end(),
-                              [this](const Use &use) { return use.node && !isAlive(use.node); }),
+                              [this](const Use &use) { return use.node && !readerAlive(use); }),
                uses.end());
   }
   for (Node *node : dead)
     for (GraphListener *listener : listeners_)
       listener->onNodeRemoved(node);
-  sweptVersion_ = version_;
 }
 
 void Graph::removeListener(GraphListener *listener) {
@@ -307,22 +338,35 @@ std::vector<std::string> Graph::verify() const {
   std::vector<uint8_t> isGraphInput(values_.size(), false);
   for (const Value *input : inputs_)
     isGraphInput[static_cast<size_t>(input->id_)] = true;
-  // Which value lists each (node, input index) as a client: one slot per input of every node, filled in one
-  // pass over the client lists, so a constant shared by many nodes costs its client count once.
-  std::vector<size_t> firstSlot(nodes_.size() + 1, 0);
-  for (size_t id = 0; id < nodes_.size(); ++id)
-    firstSlot[id + 1] = firstSlot[id] + nodes_[id]->numInputs_;
-  const Value *const conflict = reinterpret_cast<const Value *>(&problems); // listed by two values
-  std::vector<const Value *> recordedBy(firstSlot.back(), nullptr);
-  for (const Value *value : values_)
-    for (const Use &use : value->clients_) {
-      if (!use.node || !isAlive(use.node) || use.index >= use.node->numInputs_) continue;
-      const Value *&slot = recordedBy[firstSlot[static_cast<size_t>(use.node->id_)] + use.index];
-      slot = slot && slot != value ? conflict : value;
-    }
   topoValid_ = false; // recompute the order: toposort() asserts on a cycle (the graph is unchanged)
+  const std::vector<Node *> &order = toposort();
+  // Which value lists each (node, input index) as a client: one slot per input of every checked node, filled
+  // from the client lists of the values those nodes read, each list once, so a constant shared by many nodes
+  // costs its client count once. Nodes no output depends on (the old graph a lift replaced, before the sweep)
+  // are neither checked nor visited.
+  constexpr uint32_t kUnchecked = ~uint32_t(0);
+  std::vector<uint32_t> firstSlot(nodes_.size(), kUnchecked), inputCount(nodes_.size(), 0);
+  uint32_t slots = 0;
+  for (const Node *node : order) {
+    firstSlot[static_cast<size_t>(node->id_)] = slots;
+    inputCount[static_cast<size_t>(node->id_)] = node->numInputs_;
+    slots += node->numInputs_;
+  }
+  const Value *const conflict = reinterpret_cast<const Value *>(&problems); // listed by two values
+  std::vector<const Value *> recordedBy(slots, nullptr);
+  std::vector<uint8_t> scanned(values_.size(), false);
+  for (const Node *node : order)
+    for (const Value *value : node->inputs()) {
+      if (scanned[static_cast<size_t>(value->id_)]) continue;
+      scanned[static_cast<size_t>(value->id_)] = true;
+      for (const Use &use : value->clients_) {
+        if (!use.node || firstSlot[use.nodeId] == kUnchecked || use.index >= inputCount[use.nodeId]) continue;
+        const Value *&slot = recordedBy[firstSlot[use.nodeId] + use.index];
+        slot = slot && slot != value ? conflict : value;
+      }
+    }
   std::vector<TensorType> inputTypes;
-  for (const Node *node : toposort()) {
+  for (const Node *node : order) {
     inputTypes.resize(node->numInputs_);
     for (size_t i = 0; i < node->numInputs_; ++i) {
       const Value *input = node->inputs_[i];
@@ -346,7 +390,7 @@ std::vector<std::string> Graph::verify() const {
   }
   for (size_t i = 0; i < outputs_.size(); ++i) {
     const auto &uses = outputs_[i]->clients_;
-    if (std::find(uses.begin(), uses.end(), Use{nullptr, i}) == uses.end())
+    if (std::find(uses.begin(), uses.end(), outputUse(i)) == uses.end())
       problems.push_back("output " + std::to_string(i) + " does not list the graph as a client");
   }
   return problems;

@@ -30,10 +30,13 @@ class Node;
 /// Where a node was asked to run by `@host` / `@device`.
 enum class Pin : uint8_t { None, Host, Device };
 
-/// One use of a value: input `index` of `node`, or (node == nullptr) graph output `index`.
+/// One use of a value: input `index` of `node`, or (node == nullptr) graph output `index`. The reader's id
+/// is kept beside it, so that sweeps and checks over client lists consult the graph's tables by id without
+/// visiting each reader (on a large graph, a cache miss per reader).
 struct Use {
   Node *node = nullptr;
-  size_t index = 0;
+  uint32_t index = 0;
+  uint32_t nodeId = 0; // node->id(); 0 for a graph output
   bool operator==(const Use &other) const { return node == other.node && index == other.index; }
 };
 
@@ -175,11 +178,20 @@ public:
 private:
   Value *newValue(TensorType type);
   bool isAlive(const Node *node) const { return alive_[static_cast<size_t>(node->id_)]; }
+  /// Whether the node reading through `use` is alive (false for a graph output).
+  bool readerAlive(const Use &use) const { return use.node && alive_[use.nodeId]; }
+  static Use inputUse(Node *node, size_t index) {
+    return Use{node, static_cast<uint32_t>(index), static_cast<uint32_t>(node->id_)};
+  }
+  static Use outputUse(size_t index) { return Use{nullptr, static_cast<uint32_t>(index), 0}; }
   void changed() {
     ++version_;
     topoValid_ = false;
   }
   void replaceUses(Value *old, Value *replacement);
+  void sweepFromChanges();
+  void sweepUnreachable();
+  void dropDead(const std::vector<Node *> &dead);
 
   Arena arena_;
   std::vector<Value *> values_; // by id
@@ -189,6 +201,7 @@ private:
   std::vector<Value *> outputs_;
   std::vector<GraphListener *> listeners_;
   mutable std::vector<Node *> topoCache_;
+  mutable std::vector<uint8_t> reached_; // by node id, with topoCache_: whether the order lists the node
   mutable bool topoValid_ = false;
   size_t liveNodes_ = 0;
   std::vector<Node *> maybeDead_;       // added or lost a reader since the last sweep

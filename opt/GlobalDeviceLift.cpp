@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <unordered_set>
 
 namespace tg::opt {
 
@@ -56,8 +55,10 @@ public:
     for (Node *node : order)
       forward(node);
     const std::vector<Value *> &outputs = graph_.outputs();
+    outputReader_.assign(graph_.valueIdBound(), NoReader);
     for (size_t i = 0; i < outputs.size(); ++i)
-      (residentOutput_[i] ? residentOutputValues_ : hostOutputValues_).insert(mapped(outputs[i]));
+      outputReader_[static_cast<size_t>(mapped(outputs[i])->id())] |=
+          residentOutput_[i] ? DeviceReader : HostReader;
     for (auto it = order.rbegin(); it != order.rend(); ++it)
       backward(*it);
     finish();
@@ -156,7 +157,7 @@ private:
   void backward(Node *old) {
     Value *value = mapped(old->output());
     Node *node = value->owner();
-    if (!node || onDevice(value) || node->pin() == ir::Pin::Host || hostOutputValues_.count(value)) return;
+    if (!node || onDevice(value) || node->pin() == ir::Pin::Host || readByOutput(value, HostReader)) return;
     Lifter lifter = lifterFor(node->op().kind());
     if (!lifter) return;
     std::vector<ir::Use> clients;
@@ -166,7 +167,7 @@ private:
       clients.push_back(use);
     }
     // The new value of a param kept in device memory is read there: a device client.
-    if (clients.empty() && !residentOutputValues_.count(value)) return;
+    if (clients.empty() && !readByOutput(value, DeviceReader)) return;
     std::optional<ir::Op> op = lifters_.call(lifter, *node);
     if (!op) return;
     Value *moved = moveToDevice(node, *op, node->inputs(), movedBackward_);
@@ -180,6 +181,11 @@ private:
     if (node != old) markRetired(node);
     retire(old, moved);
     explain(moved->owner(), [] { return "moved backward: all its clients are on the device"; });
+  }
+
+  bool readByOutput(const Value *value, uint8_t reader) const {
+    size_t id = static_cast<size_t>(value->id());
+    return id < outputReader_.size() && (outputReader_[id] & reader);
   }
 
   bool isRetired(const Node *node) const {
@@ -235,9 +241,10 @@ private:
   std::vector<Value *> mapping_; // by old value id: its value in the new graph (null: itself)
   std::vector<bool> retired_;    // by node id: an old node the new graph no longer uses
   std::vector<Value *> toDeviceOf_, toHostOf_;
-  std::unordered_set<const Value *> hostOutputValues_; // outputs returned to the host: host clients
-  std::unordered_set<const Value *>
-      residentOutputValues_;                         // new param values kept on the device: device clients
+  // By value id (values made before the backward pass): how graph outputs read the value. Outputs returned
+  // to the host are host clients; new param values kept on the device are device clients.
+  enum : uint8_t { NoReader = 0, HostReader = 1, DeviceReader = 2 };
+  std::vector<uint8_t> outputReader_;
   std::vector<bool> residentInput_, residentOutput_; // by input and output index: context.resident*
   LifterStats lifters_;
   size_t movedForward_ = 0, movedBackward_ = 0;

@@ -340,10 +340,10 @@ std::vector<std::string> Graph::verify() const {
     isGraphInput[static_cast<size_t>(input->id_)] = true;
   topoValid_ = false; // recompute the order: toposort() asserts on a cycle (the graph is unchanged)
   const std::vector<Node *> &order = toposort();
-  // Which value lists each (node, input index) as a client: one slot per input of every checked node, filled
-  // from the client lists of the values those nodes read, each list once, so a constant shared by many nodes
-  // costs its client count once. Nodes no output depends on (the old graph a lift replaced, before the sweep)
-  // are neither checked nor visited.
+  // Client lists are checked through one slot per input of every checked node: each list of a value those
+  // nodes read is scanned once, recording which value lists each (node, input) slot, so a constant shared by
+  // many nodes costs its client count once; then the records are compared with the inputs in two dense
+  // tables. Nodes no output depends on (the old graph a lift replaced, before the sweep) are not checked.
   constexpr uint32_t kUnchecked = ~uint32_t(0);
   std::vector<uint32_t> firstSlot(nodes_.size(), kUnchecked), inputCount(nodes_.size(), 0);
   uint32_t slots = 0;
@@ -353,40 +353,47 @@ std::vector<std::string> Graph::verify() const {
     slots += node->numInputs_;
   }
   const Value *const conflict = reinterpret_cast<const Value *>(&problems); // listed by two values
-  std::vector<const Value *> recordedBy(slots, nullptr);
+  std::vector<const Value *> recordedBy(slots, nullptr), expected(slots, nullptr);
   std::vector<uint8_t> scanned(values_.size(), false);
-  for (const Node *node : order)
-    for (const Value *value : node->inputs()) {
-      if (scanned[static_cast<size_t>(value->id_)]) continue;
-      scanned[static_cast<size_t>(value->id_)] = true;
-      for (const Use &use : value->clients_) {
-        if (!use.node || firstSlot[use.nodeId] == kUnchecked || use.index >= inputCount[use.nodeId]) continue;
-        const Value *&slot = recordedBy[firstSlot[use.nodeId] + use.index];
-        slot = slot && slot != value ? conflict : value;
-      }
-    }
   std::vector<TensorType> inputTypes;
   for (const Node *node : order) {
     inputTypes.resize(node->numInputs_);
+    uint32_t first = firstSlot[static_cast<size_t>(node->id_)];
     for (size_t i = 0; i < node->numInputs_; ++i) {
       const Value *input = node->inputs_[i];
+      expected[first + i] = input;
       inputTypes[i] = input->type_;
       if (!input->owner_ && !input->isConstant() && !isGraphInput[static_cast<size_t>(input->id_)])
         report(node, "input " + std::to_string(i) + " is neither computed, constant nor a graph input");
       if (input->owner_ && !isAlive(input->owner_))
         report(node, "input " + std::to_string(i) + " comes from a removed node");
-      if (recordedBy[firstSlot[static_cast<size_t>(node->id_)] + i] != input)
-        report(node, "input " + std::to_string(i) + " does not list it as a client");
+      if (scanned[static_cast<size_t>(input->id_)]) continue;
+      scanned[static_cast<size_t>(input->id_)] = true;
+      for (const Use &use : input->clients_) {
+        if (!use.node || firstSlot[use.nodeId] == kUnchecked || use.index >= inputCount[use.nodeId]) continue;
+        const Value *&slot = recordedBy[firstSlot[use.nodeId] + use.index];
+        slot = slot && slot != input ? conflict : input;
+      }
     }
     try {
-      TensorType expected = inferType(node->op_, inputTypes);
+      TensorType inferred = inferType(node->op_, inputTypes);
       const TensorType &actual = node->output_->type_;
-      if (expected.dtype != actual.dtype || expected.rank() != actual.rank() ||
-          expected.place != actual.place)
-        report(node, "output type " + actual.str() + " does not match the inferred " + expected.str());
+      if (inferred.dtype != actual.dtype || inferred.rank() != actual.rank() ||
+          inferred.place != actual.place)
+        report(node, "output type " + actual.str() + " does not match the inferred " + inferred.str());
     } catch (const UserError &error) {
       report(node, error.message);
     }
+  }
+  for (uint32_t slot = 0; slot < slots; ++slot) {
+    if (recordedBy[slot] == expected[slot]) continue;
+    // The slot's node: the last whose first slot is at or before it (the first slots grow along the order).
+    auto owner = std::upper_bound(order.begin(), order.end(), slot, [&](uint32_t at, const Node *node) {
+      return at < firstSlot[static_cast<size_t>(node->id_)];
+    });
+    const Node *node = *(owner - 1);
+    report(node, "input " + std::to_string(slot - firstSlot[static_cast<size_t>(node->id_)]) +
+                     " does not list it as a client");
   }
   for (size_t i = 0; i < outputs_.size(); ++i) {
     const auto &uses = outputs_[i]->clients_;

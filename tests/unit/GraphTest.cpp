@@ -108,6 +108,60 @@ TEST(GraphTest, VerifierAcceptsAWellFormedGraph) {
   EXPECT_TRUE(graph.verify().empty());
 }
 
+TEST(GraphTest, VerifierReportsANodeWhoseInputsNoLongerFit) {
+  Graph graph;
+  Value *x = graph.addInput(f32({Dim::of(4)}), "x");
+  Value *y = graph.addInput(f32({Dim::of(4)}), "y");
+  Value *z = graph.addInput(f32({Dim::of(5)}), "z");
+  Node *add = graph.addNode(Op(OpKind::Add), {x, y});
+  graph.addOutput(add->output());
+  graph.substitute(y, z); // same dtype and rank, so allowed unchecked; the shapes no longer broadcast
+  std::vector<std::string> problems = graph.verify();
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("node 0 (add): "), std::string::npos) << problems[0];
+  EXPECT_NE(problems[0].find("broadcast"), std::string::npos) << problems[0];
+}
+
+/// x -> exp -> exp -> ... (`length` nodes), the last one the graph's output.
+Node *buildExpChain(Graph &graph, Value *x, int length) {
+  Node *node = nullptr;
+  for (int i = 0; i < length; ++i)
+    node = graph.addNode(Op(OpKind::Exp), {node ? node->output() : x});
+  graph.addOutput(node->output());
+  return node;
+}
+
+TEST(GraphTest, SweepsAfterSmallAndLargeChangesRemoveExactlyTheUnreachable) {
+  Graph graph;
+  CountingListener listener;
+  graph.addListener(&listener);
+  Value *x = graph.addInput(f32({Dim::of(3)}), "x");
+  Node *last = buildExpChain(graph, x, 100);
+  graph.removeDeadNodes();
+  EXPECT_EQ(graph.liveNodeCount(), 100u);
+  // A small change (one of 100 nodes): the sweep follows the change, through the nodes only it read.
+  Node *lastButOne = last->input(0)->owner();
+  Node *sin = graph.addNode(Op(OpKind::Sin), {lastButOne->input(0)});
+  graph.substitute(lastButOne->output(), sin->output());
+  graph.removeDeadNodes();
+  EXPECT_EQ(listener.removed, 1);
+  EXPECT_EQ(graph.liveNodeCount(), 100u);
+  EXPECT_TRUE(graph.verify().empty());
+  // The whole chain replaced by one node, with the order known (as after verify): the dead are what the
+  // order no longer lists.
+  Node *cos = graph.addNode(Op(OpKind::Cos), {x});
+  graph.setOutput(0, cos->output());
+  EXPECT_EQ(graph.toposort(), std::vector<Node *>{cos});
+  graph.removeDeadNodes();
+  EXPECT_EQ(listener.removed, 101);
+  EXPECT_EQ(graph.liveNodeCount(), 1u);
+  EXPECT_EQ(graph.nodes(), std::vector<Node *>{cos});
+  ASSERT_EQ(x->clients().size(), 1u);
+  EXPECT_EQ(x->clients()[0].node, cos);
+  EXPECT_TRUE(graph.verify().empty());
+  graph.removeListener(&listener);
+}
+
 TEST(GraphTest, ConstantsCarryTheirData) {
   Graph graph;
   Value *c = graph.addConstant(TensorData::scalar(DType::F64, 2.5));

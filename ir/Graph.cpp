@@ -176,6 +176,7 @@ const std::vector<Node *> &Graph::toposort() const {
     }
   }
   topoValid_ = true;
+  topoWalked_ = true;
   return topoCache_;
 }
 
@@ -189,6 +190,7 @@ void Graph::assumeToposort(std::vector<Node *> order) {
   for (const Node *node : topoCache_)
     reached_[static_cast<size_t>(node->id_)] = true;
   topoValid_ = true;
+  topoWalked_ = false;
 }
 
 void Graph::replaceUses(Value *old, Value *replacement) {
@@ -338,7 +340,9 @@ std::vector<std::string> Graph::verify() const {
   std::vector<uint8_t> isGraphInput(values_.size(), false);
   for (const Value *input : inputs_)
     isGraphInput[static_cast<size_t>(input->id_)] = true;
-  topoValid_ = false; // recompute the order: toposort() asserts on a cycle (the graph is unchanged)
+  // The order's walk asserts on a cycle: an order a pass asserted (assumeToposort) is walked again; one
+  // walked since the last change has been checked.
+  if (!topoWalked_) topoValid_ = false;
   const std::vector<Node *> &order = toposort();
   // Client lists are checked through one slot per input of every checked node: each list of a value those
   // nodes read is scanned once, recording which value lists each (node, input) slot, so a constant shared by

@@ -203,6 +203,7 @@ private:
   mutable std::vector<Node *> topoCache_;
   mutable std::vector<uint8_t> reached_; // by node id, with topoCache_: whether the order lists the node
   mutable bool topoValid_ = false;
+  mutable bool topoWalked_ = false; // the cached order came from a walk, not from assumeToposort
   size_t liveNodes_ = 0;
   std::vector<Node *> maybeDead_;       // added or lost a reader since the last sweep
   std::vector<TensorType> typeScratch_; // addNode's input types

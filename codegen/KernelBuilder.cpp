@@ -15,9 +15,11 @@
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Triple.h>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -1000,6 +1002,14 @@ const std::vector<llvm::VecDesc> &moreLibmvecFunctions() {
 
 } // namespace
 
+/// The host kernels' passes (optimizeModule): inferattrs marks libm's functions as pure and
+/// inject-tli-mappings names their vector variants on each call, without which the vectorizer keeps a loop
+/// that calls tanhf scalar.
+constexpr const char *kHostKernelPipeline =
+    "inferattrs,function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm),"
+    "loop-rotate,"
+    "loop(indvars),inject-tli-mappings,loop-vectorize,instcombine<no-verify-fixpoint>,simplifycfg)";
+
 void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine, bool useLibmvec) {
   std::string problems;
   llvm::raw_string_ostream problemStream(problems);
@@ -1027,7 +1037,22 @@ void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine, bool use
   passes.registerFunctionAnalyses(functionAnalyses);
   passes.registerLoopAnalyses(loopAnalyses);
   passes.crossRegisterProxies(loopAnalyses, functionAnalyses, sccAnalyses, moduleAnalyses);
-  passes.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(module, moduleAnalyses);
+  if (triple.isNVPTX()) {
+    passes.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(module, moduleAnalyses);
+    return;
+  }
+  static std::once_flag hostOptions;
+  std::call_once(hostOptions, [] {
+    // A vectorized epilogue for the last few elements (under one vector times the interleave) doubles the
+    // machine code of each loop and its compile time; the scalar remainder loop does that work instead.
+    auto &options = llvm::cl::getRegisteredOptions();
+    if (auto found = options.find("enable-epilogue-vectorization"); found != options.end())
+      found->second->addOccurrence(0, "enable-epilogue-vectorization", "false");
+  });
+  llvm::ModulePassManager pipeline;
+  llvm::Error error = passes.parsePassPipeline(pipeline, kHostKernelPipeline);
+  TG_ASSERT(!error) << "bad host kernel pipeline: " << llvm::toString(std::move(error));
+  pipeline.run(module, moduleAnalyses);
 }
 
 } // namespace tg::codegen

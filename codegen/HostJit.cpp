@@ -1,7 +1,8 @@
 // The host side of the code generator: one ORC LLJIT for the process, the in-memory kernel caches, and the
-// host LLVM IR for --emit=llvm. Kernels are compiled for this CPU (its name and features), at O3, with
-// glibc's libmvec registered so that loops over exp, log, sin, ... vectorize. Their object code goes to the
-// disk cache (KernelCache.h), which a later process links instead of building and compiling the module.
+// host LLVM IR for --emit=llvm. Kernels are compiled for this CPU (its name and features) through the host
+// pipeline of optimizeModule (KernelBuilder.h), with glibc's libmvec registered so that loops over exp, log,
+// sin, ... vectorize. Their object code goes to the disk cache (KernelCache.h), which a later process links
+// instead of building and compiling the module.
 #include "codegen/Kernel.h"
 #include "codegen/KernelBuilder.h"
 #include "codegen/KernelCache.h"

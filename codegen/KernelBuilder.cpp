@@ -1,5 +1,5 @@
 // The loops around the scalar body: the host's row walk and the devices' grid-stride loop (pictures in
-// KernelBuilder.h). Loop state lives in allocas of the entry block; the O3 pipeline's SROA turns them into
+// KernelBuilder.h). Loop state lives in allocas of the entry block; the optimizer's SROA turns them into
 // registers before the loop passes see them.
 #include "codegen/KernelBuilder.h"
 

@@ -1,5 +1,5 @@
 // KernelBuilder: the kernel functions around the scalar body (ScalarEmitter.h): loads, index arithmetic and
-// stores for each target, and the O3 pipeline that finishes a module. Internal to codegen.
+// stores for each target, and the pass pipelines that finish a module. Internal to codegen.
 //
 //   host          i32 name(ptr args, i64 begin, i64 end)          a loop over [begin, end): Contiguous reads
 //                                                                  inputs[k][i]; Strided walks rows like the

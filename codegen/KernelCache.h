@@ -1,5 +1,5 @@
-// KernelCache: the on-disk cache of compiled kernels, so that a new process skips O3 and machine code for
-// every kernel an earlier one compiled. One file per kernel in the cache directory (Kernel.h's
+// KernelCache: the on-disk cache of compiled kernels, so that a new process skips optimization and machine
+// code for every kernel an earlier one compiled. One file per kernel in the cache directory (Kernel.h's
 // setKernelCacheDirectory; by default $XDG_CACHE_HOME/tgc, else ~/.cache/tgc), named by the hex digits of its
 // key, holding host or simulated-device object code or PTX text:
 //

@@ -135,7 +135,7 @@ def main():
             ratios = [f"{peers[p] / record['seconds']:.2f}x" if p in peers else "-" for p in ("numpy", "numexpr", "torch")]
             print(f"{name:46} {t:3d} {record['kernels']:4d} {record['gbps']:9.2f} "
                   f"{100 * record['gbps'] / triad[t]:7.1f}% {' '.join(cells)}   {' / '.join(ratios)}")
-    print("compile latency of each expression's first kernel (host JIT, O3):")
+    print("compile latency of each expression's first kernel (host JIT):")
     for r in compile_latency:
         disk = f", disk-cache hit {r['disk_ms']:.3f} ms" if "disk_ms" in r else ""
         print(f"  {r['case']:46} cold {r['cold_ms']:7.2f} ms, warm (in memory) {r['warm_ms']:.4f} ms{disk}")

@@ -66,6 +66,29 @@ TEST(MergeTest, KeepsTheOrderAFreshWalkWouldGiveAndLeavesNoDuplicates) {
   EXPECT_GT(merged, 100u) << "the graphs should hold many duplicates";
 }
 
+TEST(MergeTest, FindsEqualReadersOfAValueWhoseReadersOutgrowTheScan) {
+  // v and w are equal; v's four readers are kept while v has few readers (found by scanning them), then w's
+  // five readers move onto v, past the scan's limit, and must still find their equals among v's readers.
+  ir::Graph graph;
+  Value *x = graph.addInput(ir::TensorType{ir::DType::F32, {ir::Dim::of(3)}, ir::Place::Host}, "x");
+  auto read = [&](Value *value, OpKind kind) { return graph.addNode(ir::Op(kind), {value})->output(); };
+  static const OpKind kinds[] = {OpKind::Sin, OpKind::Cos, OpKind::Neg, OpKind::Abs, OpKind::Tanh};
+  Value *v = read(x, OpKind::Exp);
+  for (size_t i = 0; i < 4; ++i)
+    graph.addOutput(read(v, kinds[i]));
+  Value *w = read(x, OpKind::Exp);
+  for (OpKind kind : kinds)
+    graph.addOutput(read(w, kind));
+  PassProfile profile;
+  mergeEquivalent(graph, profile);
+  EXPECT_EQ(profile.rewrites["merge nodes"], 5u); // w, and w's sin, cos, neg and abs
+  graph.removeDeadNodes();
+  EXPECT_EQ(graph.liveNodeCount(), 6u); // exp and its five distinct readers
+  for (size_t i = 0; i < 4; ++i)
+    EXPECT_EQ(graph.outputs()[i], graph.outputs()[4 + i]) << "output " << i;
+  EXPECT_TRUE(graph.verify().empty());
+}
+
 TEST(MergeTest, TheSweepRemovesExactlyTheUnreachableNodes) {
   for (uint32_t seed = 1; seed <= 300; ++seed) {
     ir::Graph graph;

@@ -1006,9 +1006,11 @@ const std::vector<llvm::VecDesc> &moreLibmvecFunctions() {
 /// inject-tli-mappings names their vector variants on each call, without which the vectorizer keeps a loop
 /// that calls tanhf scalar.
 constexpr const char *kHostKernelPipeline =
-    "inferattrs,function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm),"
-    "loop-rotate,"
-    "loop(indvars),inject-tli-mappings,loop-vectorize,instcombine<no-verify-fixpoint>,simplifycfg)";
+    "inferattrs,function("
+    "sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,"
+    "loop-mssa(licm),loop-rotate,loop(indvars),"
+    "inject-tli-mappings,loop-vectorize,"
+    "instcombine<no-verify-fixpoint>,simplifycfg)";
 
 void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine, bool useLibmvec) {
   std::string problems;

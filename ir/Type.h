@@ -21,7 +21,7 @@ public:
   static Dim of(int64_t size) { return Dim(static_cast<int64_t>(static_cast<uint64_t>(size) << 1)); }
   static Dim named(const std::string &symbol);
   bool isStatic() const { return (word_ & 1) == 0; }
-  bool isOne() const { return word_ == 2; }
+  bool isOne() const { return *this == of(1); }
   /// The static size (0 for a symbol).
   int64_t size() const { return isStatic() ? word_ >> 1 : 0; }
   /// The symbol ("" for a static size).

@@ -67,34 +67,71 @@ size_t mixHash(size_t hash) {
   return hash;
 }
 
+/// The nodes kept so far, found by what they compute. Equal nodes read the same first input, so a node's
+/// candidates are the readers of its first input that were kept before it: most values have one or two
+/// readers, and scanning them costs no hash and no random access into a table that, on a large graph, has
+/// left the cache. A value with many readers (a graph input, a shared constant) switches to the hash table,
+/// once, taking its kept readers along, so that every kept node stays findable where its later equals look.
+class KeptNodes {
+public:
+  explicit KeptNodes(const ir::Graph &graph)
+      : table_(graph.liveNodeCount() / 8), hashed_(graph.valueIdBound(), false),
+        kept_(graph.nodeIdBound(), false) {}
+
+  /// A kept node equal to `node`, or nullptr.
+  ir::Node *find(const ir::Node *node) {
+    const ir::Value *first = node->inputs().empty() ? nullptr : node->input(0);
+    if (!first || usesTable(first))
+      return table_.find(hashOf(node), [&](const ir::Node *seen) { return equal(seen, node); });
+    for (const ir::Use &use : first->clients())
+      if (use.node && use.index == 0 && kept_[use.nodeId] && equal(use.node, node)) return use.node;
+    return nullptr;
+  }
+
+  void keep(ir::Node *node) {
+    kept_[static_cast<size_t>(node->id())] = true;
+    if (node->inputs().empty() || usesTable(node->input(0))) table_.insert(hashOf(node), node);
+  }
+
+private:
+  static constexpr size_t kScanLimit = 8;
+
+  /// Whether the readers of `first` are looked up in the table; switches a value whose readers outgrew the
+  /// scan, moving its kept readers there.
+  bool usesTable(const ir::Value *first) {
+    size_t id = static_cast<size_t>(first->id());
+    if (!hashed_[id] && first->clients().size() > kScanLimit) {
+      hashed_[id] = true;
+      for (const ir::Use &use : first->clients())
+        if (use.node && use.index == 0 && kept_[use.nodeId]) table_.insert(hashOf(use.node), use.node);
+    }
+    return hashed_[id];
+  }
+  static bool equal(const ir::Node *a, const ir::Node *b) {
+    return a->op() == b->op() && std::ranges::equal(a->inputs(), b->inputs()) && a->pin() == b->pin();
+  }
+  static size_t hashOf(const ir::Node *node) {
+    size_t hash = node->op().hash();
+    for (ir::Value *input : node->inputs())
+      hash = hash * 1000003u ^ static_cast<size_t>(input->id());
+    return mixHash(hash);
+  }
+
+  HashedEntries<ir::Node> table_;
+  std::vector<uint8_t> hashed_; // by value id: its readers are in table_
+  std::vector<uint8_t> kept_;   // by node id
+};
+
 } // namespace
 
 void mergeEquivalent(ir::Graph &graph, PassProfile &profile) {
   // Producers come first in topological order, so a node's inputs are already canonical when it is looked at.
   std::vector<ir::Node *> order = graph.toposort();
   HashedEntries<ir::Value> constants(order.size() / 4);
-  HashedEntries<ir::Node> nodes(order.size() / 8);
+  KeptNodes nodes(graph);
   size_t mergedConstants = 0, mergedNodes = 0;
   std::vector<ir::Node *> kept;
   kept.reserve(order.size());
-  // Equal nodes read the same first input, so a node's candidates are the readers of its first input that
-  // were kept before it: most values have one or two readers, and scanning them costs no hash and no random
-  // access into a table that, on a large graph, has left the cache. A value with many readers (a graph
-  // input, a shared constant) switches to the table, once, taking its kept readers along, so that every kept
-  // node stays findable where its later equals will look.
-  constexpr size_t kScanLimit = 8;
-  enum : uint8_t { Scanned, Hashed };
-  std::vector<uint8_t> lookup(graph.valueIdBound(), Scanned);
-  std::vector<uint8_t> isKept(graph.nodeIdBound(), false);
-  auto equalNodes = [](const ir::Node *a, const ir::Node *b) {
-    return a->op() == b->op() && std::ranges::equal(a->inputs(), b->inputs()) && a->pin() == b->pin();
-  };
-  auto hashOf = [](const ir::Node *node) {
-    size_t hash = node->op().hash();
-    for (ir::Value *input : node->inputs())
-      hash = hash * 1000003u ^ static_cast<size_t>(input->id());
-    return mixHash(hash);
-  };
   for (ir::Node *node : order) {
     for (size_t i = 0; i < node->inputs().size(); ++i) {
       ir::Value *input = node->input(i);
@@ -110,29 +147,9 @@ void mergeEquivalent(ir::Graph &graph, PassProfile &profile) {
         ++mergedConstants;
       }
     }
-    ir::Node *equal = nullptr;
-    ir::Value *first = node->inputs().empty() ? nullptr : node->input(0);
-    if (first && lookup[static_cast<size_t>(first->id())] == Scanned &&
-        first->clients().size() > kScanLimit) {
-      lookup[static_cast<size_t>(first->id())] = Hashed;
-      for (const ir::Use &use : first->clients())
-        if (use.node && use.index == 0 && isKept[use.nodeId]) nodes.insert(hashOf(use.node), use.node);
-    }
-    bool hashed = !first || lookup[static_cast<size_t>(first->id())] == Hashed;
-    size_t hash = 0;
-    if (hashed) {
-      hash = hashOf(node);
-      equal = nodes.find(hash, [&](const ir::Node *seen) { return equalNodes(seen, node); });
-    } else {
-      for (const ir::Use &use : first->clients())
-        if (use.node && use.index == 0 && isKept[use.nodeId] && equalNodes(use.node, node)) {
-          equal = use.node;
-          break;
-        }
-    }
+    ir::Node *equal = nodes.find(node);
     if (!equal) {
-      if (hashed) nodes.insert(hash, node);
-      isKept[static_cast<size_t>(node->id())] = true;
+      nodes.keep(node);
       kept.push_back(node);
       continue;
     }

@@ -3,6 +3,7 @@
 #include "ir/Assert.h"
 #include "ir/ScalarGraph.h"
 
+#include <algorithm>
 #include <optional>
 
 namespace tg::opt {
@@ -34,9 +35,14 @@ bool isImmediate(const Value *value) {
 /// instruction) or a reduction (the program computes the value it reduces: its prologue).
 class ClusterBuilder {
 public:
-  ClusterBuilder(ir::Graph &graph, PlacementReasons *placement)
+  /// `order` is the graph's topological order, whose positions order each cluster's members.
+  ClusterBuilder(ir::Graph &graph, const std::vector<Node *> &order, PlacementReasons *placement)
       : graph_(graph), placement_(placement), clusterOf_(graph.nodeIdBound(), -1),
-        valueStamp_(graph.valueIdBound(), -1), valueSlot_(graph.valueIdBound(), 0) {}
+        position_(graph.nodeIdBound(), 0), valueStamp_(graph.valueIdBound(), -1),
+        valueSlot_(graph.valueIdBound(), 0) {
+    for (size_t i = 0; i < order.size(); ++i)
+      position_[static_cast<size_t>(order[i]->id())] = static_cast<uint32_t>(i);
+  }
 
   bool clustered(const Node *node) const { return clusterOfNode(node) >= 0; }
 
@@ -57,20 +63,34 @@ public:
       if (members_.empty()) {
         // No prologue: a fused reduction of the input as it is, so that it runs as a generated kernel too.
         build(root);
+        dead_.push_back(root);
         return 1;
       }
     } else {
-      members_.push_back(root);
+      members_.push_back(memberAt(root));
       for (Value *input : root->inputs())
         if (!isImmediate(input)) markExternal(input);
     }
     for (size_t next = 0; next < members_.size(); ++next)
-      for (Value *input : members_[next]->inputs())
+      for (Value *input : members_[next].node->inputs())
         absorbIfFits(input);
-    orderMembers();
+    // Producers first: the members as the graph's order lists them (found consumers first, they would
+    // otherwise need a walk through them, a cache miss per member on a large graph).
+    std::sort(members_.begin(), members_.end(),
+              [](const Member &a, const Member &b) { return a.position < b.position; });
     build(root);
+    // Nothing outside the cluster reads its members: they die with the root, unless copies in a prologue
+    // keep some alive (then the sweep after the pass finds which).
+    if (copies_ == 0) {
+      dead_.push_back(root);
+      for (const Member &member : members_)
+        if (member.node != root) dead_.push_back(member.node);
+    }
     return members_.size() + (reduction_ ? 1 : 0);
   }
+
+  /// The nodes the fused nodes replaced, which nothing reads any more.
+  const std::vector<Node *> &dead() const { return dead_; }
 
 private:
   /// A prologue may recompute this many ops that others also read (cheaper than a round trip through
@@ -92,7 +112,7 @@ private:
     if (externalCount_ - 1 + added > kMaxFusedInputs) return;
     copies_ += shared;
     clusterOf_[static_cast<size_t>(producer->id())] = cluster_;
-    members_.push_back(producer);
+    members_.push_back(memberAt(producer));
     unmarkExternal(input);
     for (Value *operand : producer->inputs())
       if (!isImmediate(operand) && !isMemberValue(operand)) markExternal(operand);
@@ -128,31 +148,11 @@ private:
     return id < clusterOf_.size() ? clusterOf_[id] : -1;
   }
 
-  /// Puts the members in an order where producers come first: depth-first from the first member (the root,
-  /// or the reduced value's producer), through members only (they were found consumers first, and ids do not
-  /// give the order once rewrites have run).
-  void orderMembers() {
-    std::vector<Node *> order;
-    std::vector<std::pair<Node *, size_t>> stack{{members_[0], 0}};
-    if (visited_.size() < clusterOf_.size()) visited_.resize(clusterOf_.size(), -1);
-    visited_[static_cast<size_t>(members_[0]->id())] = cluster_;
-    while (!stack.empty()) {
-      auto &[node, next] = stack.back();
-      if (next < node->inputs().size()) {
-        Node *producer = node->input(next++)->owner();
-        if (!producer || !isMemberValue(producer->output())) continue;
-        size_t id = static_cast<size_t>(producer->id());
-        if (visited_[id] == cluster_) continue;
-        visited_[id] = cluster_;
-        stack.push_back({producer, 0});
-        continue;
-      }
-      order.push_back(node);
-      stack.pop_back();
-    }
-    TG_ASSERT(order.size() == members_.size()) << "fusion: a cluster is not connected through its members";
-    members_ = std::move(order);
-  }
+  struct Member {
+    uint32_t position; // in the graph's order
+    Node *node;
+  };
+  Member memberAt(Node *node) const { return {position_[static_cast<size_t>(node->id())], node}; }
 
   void build(Node *root) {
     auto body = std::make_shared<ir::ScalarGraph>();
@@ -173,7 +173,7 @@ private:
       valueStamp_[id] = stamp;
       valueSlot_[id] = operand;
     };
-    for (Node *member : members_) {
+    for (const auto &[position, member] : members_) {
       ir::ScalarInstr instr{member->op().kind(), member->output()->type().dtype, {}, 0};
       for (Value *input : member->inputs()) {
         if (std::optional<uint32_t> operand = numbered(input)) {
@@ -214,14 +214,15 @@ private:
 
   ir::Graph &graph_;
   PlacementReasons *placement_;
-  std::vector<int> clusterOf_; // by node id
-  std::vector<int> visited_;   // by node id: the cluster whose member walk reached it
+  std::vector<int> clusterOf_;     // by node id
+  std::vector<uint32_t> position_; // by node id: where the graph's order lists the node
   int cluster_ = -1, nextCluster_ = 0;
   bool reduction_ = false;
   ir::Place place_ = ir::Place::Host;
   ir::Shape shape_; // of every member's value
   size_t copies_ = 0;
-  std::vector<Node *> members_;
+  std::vector<Member> members_;
+  std::vector<Node *> dead_;
   static constexpr uint32_t kExternal = ~0u;
   std::vector<int> valueStamp_;     // by value id: whose mark valueSlot_ holds
   std::vector<uint32_t> valueSlot_; // by value id: kExternal while growing, the operand number in build
@@ -232,7 +233,7 @@ private:
 template <typename IsRoot>
 std::pair<size_t, size_t> fuseFrom(ir::Graph &graph, IsRoot isRoot, PlacementReasons *placement) {
   std::vector<Node *> order = graph.toposort();
-  ClusterBuilder builder(graph, placement);
+  ClusterBuilder builder(graph, order, placement);
   size_t kernels = 0, ops = 0;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     if (!isRoot(*it) || builder.clustered(*it)) continue;
@@ -240,7 +241,10 @@ std::pair<size_t, size_t> fuseFrom(ir::Graph &graph, IsRoot isRoot, PlacementRea
     ops += fused;
     kernels += fused > 0;
   }
-  graph.removeDeadNodes(); // what the fused nodes replaced no longer reads anything
+  // What the fused nodes replaced is known: removing it takes no walk through the graph (a cascade of
+  // dependent loads on a large one). What prologue copies left is the sweep's to find.
+  graph.removeNodes(builder.dead());
+  graph.removeDeadNodes();
   return {kernels, ops};
 }
 

@@ -162,6 +162,30 @@ TEST(GraphTest, SweepsAfterSmallAndLargeChangesRemoveExactlyTheUnreachable) {
   graph.removeListener(&listener);
 }
 
+TEST(GraphTest, RemoveNodesDropsKnownDeadNodesAndRefusesLiveOnes) {
+  Graph graph;
+  CountingListener listener;
+  graph.addListener(&listener);
+  Value *x = graph.addInput(f32({Dim::of(3)}), "x");
+  Node *exp = graph.addNode(Op(OpKind::Exp), {x});
+  Node *neg = graph.addNode(Op(OpKind::Neg), {exp->output()});
+  graph.addOutput(neg->output());
+  Node *tanh = graph.addNode(Op(OpKind::Tanh), {x});
+  graph.substitute(neg->output(), tanh->output());
+  // Asked to remove `exp` alone, the graph refuses: `neg` still reads it.
+  EXPECT_DEATH(graph.removeNodes(std::vector<Node *>{exp}), "is removed while node");
+  graph.removeNodes(std::vector<Node *>{neg, exp});
+  EXPECT_EQ(listener.removed, 2);
+  EXPECT_EQ(graph.liveNodeCount(), 1u);
+  ASSERT_EQ(x->clients().size(), 1u);
+  EXPECT_EQ(x->clients()[0].node, tanh);
+  EXPECT_TRUE(graph.verify().empty());
+  graph.removeDeadNodes(); // nothing left for the sweep
+  EXPECT_EQ(listener.removed, 2);
+  EXPECT_EQ(graph.nodes(), std::vector<Node *>{tanh});
+  graph.removeListener(&listener);
+}
+
 TEST(GraphTest, ConstantsCarryTheirData) {
   Graph graph;
   Value *c = graph.addConstant(TensorData::scalar(DType::F64, 2.5));

@@ -44,32 +44,45 @@ void rewriteToFixedPoint(RewriteContext &context, const std::vector<RewriteRule>
     }
   }
   // Every node once in topological order (producers first), then, to a fixed point, the readers of each
-  // replaced value and the nodes rules create. The first sweep reads the order as it is, queueing nothing.
+  // replaced value and the nodes rules create. The first sweep reads the order as it is; the nodes rules
+  // create meanwhile are queued.
   Worklist worklist;
   graph.addListener(&worklist);
   const std::vector<ir::Node *> order = graph.toposort();
   // A rule set that keeps rewriting its own output would loop; stop it and say so.
   size_t limit = 16 * (order.size() + 64), applied = 0;
+  bool sweeping = true;
   auto visit = [&](ir::Node *node) {
-    ir::Value *output = node->output();
+    // The kind first: most nodes match no rule, and are then not read further (on a large graph, their
+    // values are a cache miss each).
     size_t kind = static_cast<size_t>(node->op().kind());
-    if (output->clients().empty() || kind >= byKind.size()) return;
+    if (kind >= byKind.size() || byKind[kind].empty()) return;
+    ir::Value *output = node->output();
+    if (output->clients().empty()) return;
     for (const RewriteRule *rule : byKind[kind]) {
       context.current = node;
       ir::Value *replacement = rule->apply(context, node);
       context.current = nullptr;
       if (!replacement || replacement == output) continue;
-      ir::Clients clients = output->clients();
-      graph.substitute(output, replacement);
       ++profile.rewrites[rule->name];
-      for (const ir::Use &use : clients)
-        if (use.node) worklist.push(use.node);
+      if (sweeping) {
+        // The readers come later in the order, and are visited then.
+        graph.substitute(output, replacement);
+      } else {
+        ir::Clients clients = output->clients();
+        graph.substitute(output, replacement);
+        for (const ir::Use &use : clients)
+          if (use.node) worklist.push(use.node);
+      }
       ++applied;
       return;
     }
   };
-  for (size_t i = 0; i < order.size() && applied <= limit; ++i)
+  for (size_t i = 0; i < order.size() && applied <= limit; ++i) {
+    ir::prefetchAhead(order, i);
     visit(order[i]);
+  }
+  sweeping = false;
   while (!worklist.empty() && applied <= limit)
     visit(worklist.pop());
   if (applied > limit)

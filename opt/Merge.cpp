@@ -132,7 +132,9 @@ void mergeEquivalent(ir::Graph &graph, PassProfile &profile) {
   size_t mergedConstants = 0, mergedNodes = 0;
   std::vector<ir::Node *> kept;
   kept.reserve(order.size());
-  for (ir::Node *node : order) {
+  for (size_t at = 0; at < order.size(); ++at) {
+    ir::Node *node = order[at];
+    ir::prefetchAhead(order, at);
     for (size_t i = 0; i < node->inputs().size(); ++i) {
       ir::Value *input = node->input(i);
       if (!input->isConstant()) continue;

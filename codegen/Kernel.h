@@ -52,7 +52,8 @@ struct KernelArgs {
   const int64_t *shape;      // iteration shape (rank entries): the output's for elementwise kernels
   const void *const *inputs; // base pointer of each input, already at the view's first element
   const int64_t *strides;    // numInputs * rank entries, input-major; read by Strided kernels only
-  void *output;              // C-contiguous, the output's shape (reductions: over the kept axes)
+  void *output;              // C-contiguous, the output's shape (reductions: over the kept axes); never
+                             // overlaps an input (kernels are compiled on that promise)
   int64_t reducedRank = 0;   // reductions: how many trailing axes of `shape` are reduced; else unused
 };
 // Elements in memory: bool is one byte holding 0 or 1, i32/i64 are int32_t/int64_t, f32/f64 float/double.

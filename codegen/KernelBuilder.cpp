@@ -51,7 +51,8 @@ class LoopEmitter {
 public:
   LoopEmitter(llvm::Function &function, const KernelSpec &spec, MathTarget target)
       : function(function), spec(spec), target(target),
-        builder(BasicBlock::Create(function.getContext(), "entry", &function)) {}
+        builder(BasicBlock::Create(function.getContext(), "entry", &function)),
+        inputScope(kernelInputScope(function.getContext())) {}
 
   llvm::IRBuilder<> &b() { return builder; }
 
@@ -183,7 +184,8 @@ protected:
                const std::function<void(Value *)> &onError) {
     std::vector<Value *> values;
     for (size_t k = 0; k < operands.inputs.size(); ++k)
-      values.push_back(loadElement(builder, spec.body->inputDtypes[k], operands.inputs[k], offsets[k]));
+      values.push_back(
+          loadElement(builder, spec.body->inputDtypes[k], operands.inputs[k], offsets[k], inputScope));
     ScalarResult result = emitScalarBody(builder, *spec.body, values, target);
     if (result.errorCode) {
       BasicBlock *failed = block("element.failed"), *store = block("element.store");
@@ -194,7 +196,7 @@ protected:
       if (!builder.GetInsertBlock()->getTerminator()) builder.CreateBr(store);
       builder.SetInsertPoint(store);
     }
-    storeElement(builder, spec.body->resultDtype(), operands.output, outputIndex, result.value);
+    storeElement(builder, spec.body->resultDtype(), operands.output, outputIndex, result.value, inputScope);
   }
 
   void returnError(Value *code) { builder.CreateRet(code); }
@@ -374,6 +376,7 @@ protected:
   const KernelSpec &spec;
   MathTarget target;
   llvm::IRBuilder<> builder;
+  llvm::MDNode *inputScope; // what the element loads read, which the output store never writes
 };
 
 /// How a reduction accumulates, after runtime/ReductionKernels.cpp: float sums, means and products in double,
@@ -746,7 +749,7 @@ private:
     llvm::IRBuilder<> &b = this->b();
     std::vector<Value *> values;
     for (size_t k = 0; k < operands.inputs.size(); ++k)
-      values.push_back(loadElement(b, spec.body->inputDtypes[k], operands.inputs[k], offsets[k]));
+      values.push_back(loadElement(b, spec.body->inputDtypes[k], operands.inputs[k], offsets[k], inputScope));
     ScalarResult result = emitScalarBody(b, *spec.body, values, target);
     if (result.errorCode) {
       BasicBlock *failed = block("element.failed"), *next = block("element.next");
@@ -761,7 +764,7 @@ private:
 
   void store(const KernelOperands &operands, Value *outputIndex, Value *accumulated, Value *reducedCount) {
     storeElement(b(), accumulator.outputDtype(), operands.output, outputIndex,
-                 accumulator.finish(accumulated, reducedCount));
+                 accumulator.finish(accumulated, reducedCount), inputScope);
   }
 
   /// The shuffle-down levels 16, 8, 4, 2, 1 over buffer[0 .. size) (size a multiple of 32): lane l of each
@@ -1004,11 +1007,13 @@ const std::vector<llvm::VecDesc> &moreLibmvecFunctions() {
 
 /// The host kernels' passes (optimizeModule): inferattrs marks libm's functions as pure and
 /// inject-tli-mappings names their vector variants on each call, without which the vectorizer keeps a loop
-/// that calls tanhf scalar.
+/// that calls tanhf scalar. The loops the vectorizer takes are built bottom-tested over one induction
+/// variable, so loop-rotate and indvars are not needed; on the row walk of a strided kernel they rotated and
+/// rewrote the outer loops, a fifth of its compile, for the same vector loop.
 constexpr const char *kHostKernelPipeline =
     "inferattrs,function("
     "sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,"
-    "loop-mssa(licm),loop-rotate,loop(indvars),"
+    "loop-mssa(licm),"
     "inject-tli-mappings,loop-vectorize,"
     "instcombine<no-verify-fixpoint>,simplifycfg)";
 

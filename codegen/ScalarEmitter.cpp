@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 
 namespace tg::codegen {
@@ -42,16 +43,25 @@ llvm::Type *memoryType(llvm::LLVMContext &context, DType dtype) {
 
 } // namespace
 
-Value *loadElement(llvm::IRBuilder<> &builder, DType dtype, Value *base, Value *index) {
+Value *loadElement(llvm::IRBuilder<> &builder, DType dtype, Value *base, Value *index, llvm::MDNode *inputs) {
   llvm::Type *type = memoryType(builder.getContext(), dtype);
-  Value *element = builder.CreateLoad(type, builder.CreateInBoundsGEP(type, base, index));
+  llvm::LoadInst *element = builder.CreateLoad(type, builder.CreateInBoundsGEP(type, base, index));
+  element->setMetadata(llvm::LLVMContext::MD_alias_scope, inputs);
   return dtype == DType::Bool ? builder.CreateICmpNE(element, builder.getInt8(0)) : element;
 }
 
-void storeElement(llvm::IRBuilder<> &builder, DType dtype, Value *base, Value *index, Value *value) {
+void storeElement(llvm::IRBuilder<> &builder, DType dtype, Value *base, Value *index, Value *value,
+                  llvm::MDNode *inputs) {
   llvm::Type *type = memoryType(builder.getContext(), dtype);
   if (dtype == DType::Bool) value = builder.CreateZExt(value, type);
-  builder.CreateStore(value, builder.CreateInBoundsGEP(type, base, index));
+  builder.CreateStore(value, builder.CreateInBoundsGEP(type, base, index))
+      ->setMetadata(llvm::LLVMContext::MD_noalias, inputs);
+}
+
+llvm::MDNode *kernelInputScope(llvm::LLVMContext &context) {
+  llvm::MDBuilder metadata(context);
+  llvm::MDNode *domain = metadata.createAnonymousAliasScopeDomain("tgc.kernel");
+  return llvm::MDNode::get(context, {metadata.createAnonymousAliasScope(domain, "inputs")});
 }
 
 namespace {

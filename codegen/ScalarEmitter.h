@@ -18,10 +18,16 @@ enum class MathTarget : uint8_t { Host, Nvptx };
 llvm::Type *registerType(llvm::LLVMContext &context, ir::DType dtype);
 
 /// Element `index` of the array of `dtype` at `base` (bool: a byte, nonzero is true), as a register value.
-llvm::Value *loadElement(llvm::IRBuilder<> &builder, ir::DType dtype, llvm::Value *base, llvm::Value *index);
-/// Stores a register value as element `index` of the array of `dtype` at `base` (bool: the byte 0 or 1).
+/// The load is in the alias scope `inputs` (a list of one scope), which the kernel's output store is not.
+llvm::Value *loadElement(llvm::IRBuilder<> &builder, ir::DType dtype, llvm::Value *base, llvm::Value *index,
+                         llvm::MDNode *inputs);
+/// Stores a register value as element `index` of the array of `dtype` at `base` (bool: the byte 0 or 1),
+/// marked as not aliasing what loadElement loads in the scope `inputs`: a kernel's output never overlaps its
+/// inputs (KernelArgs), and without the mark the vectorizer checks that at run time before every loop.
 void storeElement(llvm::IRBuilder<> &builder, ir::DType dtype, llvm::Value *base, llvm::Value *index,
-                  llvm::Value *value);
+                  llvm::Value *value, llvm::MDNode *inputs);
+/// A scope list for loadElement and storeElement: one anonymous scope in a domain of its own.
+llvm::MDNode *kernelInputScope(llvm::LLVMContext &context);
 
 struct ScalarResult {
   llvm::Value *value;     // the last instruction's value, of registerType(graph.resultDtype())

@@ -128,18 +128,38 @@ std::unique_ptr<ir::Program> compile(const Case &benchCase) {
   return program;
 }
 
-/// The body of the program's first fused elementwise kernel, and a fresh copy of it (a body the case never
-/// compiles: an unused constant added), so that its first compile is cold even when the case already ran.
-std::optional<std::pair<ir::ScalarGraph, ir::ScalarGraph>> firstKernelBody(const ir::Program &program) {
+/// The program's first fused elementwise kernel: its body, a fresh copy of it (a body the case never
+/// compiles: an unused constant added, so that its first compile is cold even when the case already ran), and
+/// the layout the runtime launches it with on fresh C-contiguous inputs (runtime/FusedLaunch.cpp): strided
+/// when an input is broadcast, each input's last axis then read with unit stride, or stride zero where the
+/// input has no such axis or it is 1 long.
+struct FirstKernel {
+  ir::ScalarGraph body, fresh;
+  codegen::Layout layout = codegen::Layout::Contiguous;
+  std::vector<codegen::InnerStride> innerStrides;
+  codegen::KernelSpec spec(const ir::ScalarGraph &graph) const { return {&graph, layout, innerStrides}; }
+};
+
+std::optional<FirstKernel> firstKernel(const ir::Program &program) {
   for (const ir::Node *node : program.graph.toposort()) {
     if (node->op().kind() != ir::OpKind::Fused || node->op().attrs().body->reduction) continue;
-    ir::ScalarGraph body = *node->op().attrs().body;
-    ir::ScalarGraph fresh = body;
+    FirstKernel kernel{*node->op().attrs().body, *node->op().attrs().body, codegen::Layout::Contiguous, {}};
+    ir::ScalarGraph &fresh = kernel.fresh;
     fresh.body.insert(fresh.body.begin(), ir::ScalarInstr{ir::OpKind::Full, ir::DType::F32, {}, 12345.678});
     for (size_t k = 1; k < fresh.body.size(); ++k)
       for (uint32_t &operand : fresh.body[k].operands)
         if (operand >= fresh.numInputs()) ++operand;
-    return std::make_pair(body, fresh);
+    const ir::Shape &shape = node->output()->type().shape;
+    for (const ir::Value *input : node->inputs())
+      if (input->type().shape != shape) kernel.layout = codegen::Layout::Strided;
+    if (kernel.layout == codegen::Layout::Strided)
+      for (const ir::Value *input : node->inputs()) {
+        const ir::Shape &inputShape = input->type().shape;
+        bool broadcastLastAxis = inputShape.empty() || (inputShape.back().isOne() && !shape.back().isOne());
+        kernel.innerStrides.push_back(broadcastLastAxis ? codegen::InnerStride::Zero
+                                                        : codegen::InnerStride::Unit);
+      }
+    return kernel;
   }
   return std::nullopt;
 }
@@ -152,12 +172,12 @@ double secondsSince(Clock::time_point start) {
 /// process left in the disk cache, after a first compile has set the JIT up; and whether the disk answered.
 int compileOnly(const Case &benchCase) {
   std::unique_ptr<ir::Program> program = compile(benchCase);
-  auto bodies = firstKernelBody(*program);
-  if (!bodies) return 1;
-  codegen::compileHostKernel({&bodies->first, codegen::Layout::Strided});
+  std::optional<FirstKernel> kernel = firstKernel(*program);
+  if (!kernel) return 1;
+  codegen::compileHostKernel({&kernel->body, codegen::Layout::Strided});
   size_t hits = codegen::kernelCacheStats().diskHits;
   auto start = Clock::now();
-  codegen::compileHostKernel({&bodies->second, codegen::Layout::Contiguous});
+  codegen::compileHostKernel(kernel->spec(kernel->fresh));
   double seconds = secondsSince(start);
   std::printf("%.6f %d\n", seconds, codegen::kernelCacheStats().diskHits == hits + 1 ? 1 : 0);
   return 0;
@@ -168,9 +188,9 @@ int compileOnly(const Case &benchCase) {
 /// processes compiling it again (answered by the disk cache in `cacheDirectory`).
 void printCompileLatency(const Case &benchCase, const ir::Program &program, const std::string &cacheDirectory,
                          int repeat) {
-  auto bodies = firstKernelBody(program);
-  if (!bodies) return;
-  codegen::KernelSpec spec{&bodies->second, codegen::Layout::Contiguous};
+  std::optional<FirstKernel> kernel = firstKernel(program);
+  if (!kernel) return;
+  codegen::KernelSpec spec = kernel->spec(kernel->fresh);
   auto start = Clock::now();
   codegen::compileHostKernel(spec);
   double cold = secondsSince(start);
@@ -189,8 +209,10 @@ void printCompileLatency(const Case &benchCase, const ir::Program &program, cons
     if (child) pclose(child);
     if (answered && hit) disk = std::min(disk, seconds);
   }
-  std::printf("{\"kind\": \"compile\", \"case\": \"%s\", \"cold_ms\": %.3f, \"warm_ms\": %.4f",
-              benchCase.name, cold * 1e3, warm * 1e3);
+  std::printf("{\"kind\": \"compile\", \"case\": \"%s\", \"layout\": \"%s\", \"cold_ms\": %.3f, "
+              "\"warm_ms\": %.4f",
+              benchCase.name, spec.layout == codegen::Layout::Strided ? "strided" : "contiguous", cold * 1e3,
+              warm * 1e3);
   if (disk < 1e30) std::printf(", \"disk_ms\": %.4f", disk * 1e3);
   std::printf("}\n");
   std::fflush(stdout);

@@ -135,10 +135,11 @@ def main():
             ratios = [f"{peers[p] / record['seconds']:.2f}x" if p in peers else "-" for p in ("numpy", "numexpr", "torch")]
             print(f"{name:46} {t:3d} {record['kernels']:4d} {record['gbps']:9.2f} "
                   f"{100 * record['gbps'] / triad[t]:7.1f}% {' '.join(cells)}   {' / '.join(ratios)}")
-    print("compile latency of each expression's first kernel (host JIT):")
+    print("compile latency of each expression's first kernel (host JIT), in the layout the runtime launches it:")
     for r in compile_latency:
         disk = f", disk-cache hit {r['disk_ms']:.3f} ms" if "disk_ms" in r else ""
-        print(f"  {r['case']:46} cold {r['cold_ms']:7.2f} ms, warm (in memory) {r['warm_ms']:.4f} ms{disk}")
+        print(f"  {r['case']:46} {r.get('layout', ''):10} cold {r['cold_ms']:7.2f} ms, "
+              f"warm (in memory) {r['warm_ms']:.4f} ms{disk}")
     missing = [p for p, m in (("numexpr", ne), ("torch", torch)) if m is None]
     if missing:
         print("not installed (bash bench/kernels.sh installs them): " + ", ".join(missing))

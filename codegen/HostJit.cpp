@@ -15,9 +15,12 @@
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
+#include <llvm/MC/MCContext.h>
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/SmallVectorMemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
@@ -40,21 +43,38 @@ T orAbort(llvm::Expected<T> value, const char *what) {
   return std::move(*value);
 }
 
-/// The host JIT's compiler: LLVM's, with loop strength reduction off. For these kernels it rewrote address
-/// arithmetic that x86's addressing modes take as it is, and cost a third of the compile (callgrind, a
-/// 3-input strided kernel: 69 M instructions with it, 49 M without; contiguous 23 M / 15 M) for kernels as
-/// fast without it (bench/kernels). LLVM reads the flag when it builds each compile's passes, so it is set
-/// for that moment; PTX is compiled with it as LLVM has it (the two never compile at once).
-class HostObjectCompiler : public llvm::orc::TMOwningSimpleCompiler {
+/// The host JIT's compiler: LLVM's code generator, its passes built once and run on every module (ORC's
+/// SimpleCompiler builds them anew for each, an eighth of a small kernel's compile), with loop strength
+/// reduction off. For these kernels that pass rewrote address arithmetic x86's addressing modes take as it
+/// is (one lea per 64 elements in a vector loop), and cost a third of the compile (callgrind, a 3-input
+/// strided kernel: 69 M instructions with it, 49 M without; contiguous 23 M / 15 M). LLVM reads the flag
+/// when it builds the passes, so it is set for that moment; PTX is compiled as LLVM has it.
+class HostObjectCompiler : public llvm::orc::IRCompileLayer::IRCompiler {
 public:
-  using TMOwningSimpleCompiler::TMOwningSimpleCompiler;
+  HostObjectCompiler(std::unique_ptr<llvm::TargetMachine> machine, llvm::ObjectCache *cache)
+      : IRCompiler(llvm::orc::irManglingOptionsFromTargetOptions(machine->Options)),
+        machine(std::move(machine)), cache(cache) {}
 
-  llvm::Expected<CompileResult> operator()(llvm::Module &module) override {
-    llvm::cl::opt<bool> *flag = disableLsrFlag();
-    bool previous = flag && flag->getValue();
-    if (flag) flag->setValue(true);
-    llvm::Expected<CompileResult> object = TMOwningSimpleCompiler::operator()(module);
-    if (flag) flag->setValue(previous);
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> operator()(llvm::Module &module) override {
+    if (!passes) {
+      llvm::cl::opt<bool> *flag = disableLsrFlag();
+      bool previous = flag && flag->getValue();
+      if (flag) flag->setValue(true);
+      passes = std::make_unique<llvm::legacy::PassManager>();
+      llvm::MCContext *context = nullptr;
+      bool unsupported = machine->addPassesToEmitMC(*passes, context, stream);
+      if (flag) flag->setValue(previous);
+      if (unsupported) {
+        passes.reset();
+        return llvm::make_error<llvm::StringError>("the host target cannot emit object code",
+                                                   llvm::inconvertibleErrorCode());
+      }
+    }
+    passes->run(module); // each run initializes and finishes its own object (AsmPrinter's doFinalization)
+    auto object = std::make_unique<llvm::SmallVectorMemoryBuffer>(
+        std::move(bytes), module.getModuleIdentifier() + "-jitted-objectbuffer", false);
+    bytes.clear();
+    if (cache) cache->notifyObjectCompiled(&module, object->getMemBufferRef());
     return object;
   }
 
@@ -64,6 +84,12 @@ private:
     auto found = options.find("disable-lsr"); // a cl::opt<bool> of LLVM's TargetPassConfig
     return found == options.end() ? nullptr : static_cast<llvm::cl::opt<bool> *>(found->second);
   }
+
+  std::unique_ptr<llvm::TargetMachine> machine;
+  llvm::ObjectCache *cache;
+  llvm::SmallVector<char, 0> bytes;        // the object of the module being compiled
+  llvm::raw_svector_ostream stream{bytes}; // what the passes write it to
+  std::unique_ptr<llvm::legacy::PassManager> passes;
 };
 
 enum class HostKind : uint8_t { Host, SimDevice };

@@ -1,6 +1,8 @@
-// The parts of the kernel API that need no LLVM: kernel names and error messages.
+// The parts of the kernel API that need no LLVM: kernel names, error messages, and the walk over planes that
+// runs strided host kernels.
 #include "codegen/Kernel.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -53,6 +55,102 @@ ir::DType kernelOutputDtype(const ir::ScalarGraph &body) {
   default:
     return input;
   }
+}
+
+namespace {
+
+/// An iteration space and each input's strides along it (input-major).
+struct Space {
+  std::vector<int64_t> shape, strides;
+};
+
+/// The space of `args` with its outer size-1 axes dropped and adjacent axes merged where every input's
+/// strides allow it (stride along the outer = stride along the inner times the inner's size): the same
+/// elements in the same C order over as few axes as possible, so that a strided kernel's planes are as large
+/// as they can be ([n, 2, 2] + [2] is one plane of n * 2 rows). The last axis keeps its strides, which the
+/// kernel may be specialized for (KernelSpec::innerStrides).
+Space coalesced(const KernelArgs &args, size_t numInputs) {
+  auto rank = static_cast<size_t>(args.rank);
+  std::vector<size_t> kept;
+  for (size_t axis = 0; axis < rank; ++axis)
+    if (args.shape[axis] != 1 || axis + 1 == rank) kept.push_back(axis);
+  std::vector<int64_t> shape;
+  std::vector<std::vector<int64_t>> strides(numInputs);
+  for (size_t axis : kept) {
+    bool merges = !shape.empty();
+    for (size_t k = 0; k < numInputs && merges; ++k)
+      merges = strides[k].back() == args.strides[k * rank + axis] * args.shape[axis];
+    if (merges) {
+      shape.back() *= args.shape[axis];
+      for (size_t k = 0; k < numInputs; ++k)
+        strides[k].back() = args.strides[k * rank + axis];
+      continue;
+    }
+    shape.push_back(args.shape[axis]);
+    for (size_t k = 0; k < numInputs; ++k)
+      strides[k].push_back(args.strides[k * rank + axis]);
+  }
+  Space space{shape, {}};
+  for (const std::vector<int64_t> &along : strides)
+    space.strides.insert(space.strides.end(), along.begin(), along.end());
+  return space;
+}
+
+} // namespace
+
+int32_t runHostKernel(const KernelSpec &spec, HostKernel kernel, const KernelArgs &args, int64_t begin,
+                      int64_t end) {
+  if (spec.layout == Layout::Contiguous || spec.body->reduction) return kernel(&args, begin, end);
+  if (begin >= end) return kKernelOk; // also every range of an empty space
+  size_t numInputs = spec.body->numInputs();
+  Space space = coalesced(args, numInputs);
+  size_t rank = space.shape.size();
+  auto stride = [&](size_t k, size_t axis) { return space.strides[k * rank + axis]; };
+  // The kernel sees one plane, the last two axes, as a rank-2 space; below rank 2 the missing axes have size
+  // 1 and stride 0.
+  int64_t planeShape[2] = {rank >= 2 ? space.shape[rank - 2] : 1, rank >= 1 ? space.shape[rank - 1] : 1};
+  std::vector<int64_t> planeStrides(2 * numInputs, 0);
+  for (size_t k = 0; k < numInputs; ++k) {
+    if (rank >= 2) planeStrides[2 * k] = stride(k, rank - 2);
+    if (rank >= 1) planeStrides[2 * k + 1] = stride(k, rank - 1);
+  }
+  int64_t planeSize = planeShape[0] * planeShape[1];
+  // The outer multi-index of begin's plane, and each input's element offset of that plane's start.
+  std::vector<int64_t> index(rank > 2 ? rank - 2 : 0), offsets(numInputs, 0);
+  int64_t plane = begin / planeSize, planeStart = begin % planeSize;
+  for (size_t axis = index.size(); axis-- > 0;) {
+    index[axis] = plane % space.shape[axis];
+    plane /= space.shape[axis];
+    for (size_t k = 0; k < numInputs; ++k)
+      offsets[k] += index[axis] * stride(k, axis);
+  }
+  std::vector<const void *> planeInputs(numInputs);
+  KernelArgs planeArgs = args;
+  planeArgs.rank = 2;
+  planeArgs.shape = planeShape;
+  planeArgs.strides = planeStrides.data();
+  planeArgs.inputs = planeInputs.data();
+  auto outputBytes = static_cast<int64_t>(ir::dtypeSize(kernelOutputDtype(*spec.body)));
+  for (int64_t position = begin; position < end;) {
+    int64_t length = std::min(planeSize - planeStart, end - position);
+    for (size_t k = 0; k < numInputs; ++k)
+      planeInputs[k] = static_cast<const char *>(args.inputs[k]) +
+                       offsets[k] * static_cast<int64_t>(ir::dtypeSize(spec.body->inputDtypes[k]));
+    planeArgs.output = static_cast<char *>(args.output) + (position - planeStart) * outputBytes;
+    if (int32_t code = kernel(&planeArgs, planeStart, planeStart + length); code != kKernelOk) return code;
+    position += length;
+    planeStart = 0;
+    // The next plane: the outer index advances like an odometer, its last axis fastest.
+    for (size_t axis = index.size(); axis-- > 0;) {
+      for (size_t k = 0; k < numInputs; ++k)
+        offsets[k] += stride(k, axis);
+      if (++index[axis] < space.shape[axis]) break;
+      for (size_t k = 0; k < numInputs; ++k)
+        offsets[k] -= stride(k, axis) * space.shape[axis];
+      index[axis] = 0;
+    }
+  }
+  return kKernelOk;
 }
 
 std::vector<InnerStride> innerStridePattern(const std::vector<int64_t> &strides, size_t numInputs,

@@ -59,9 +59,13 @@ struct KernelArgs {
 // Elements in memory: bool is one byte holding 0 or 1, i32/i64 are int32_t/int64_t, f32/f64 float/double.
 
 /// Host kernel: computes output elements [begin, end) (linear C-order indices; a reduction kernel reduces the
-/// sub-space of each) and returns kKernelOk, or the
-/// error code of the first element that fails (which other elements were written is then unspecified).
-/// Ranges of one kernel may run on several threads at once.
+/// sub-space of each) and returns kKernelOk, or the error code of the first element that fails (which other
+/// elements were written is then unspecified). Ranges of one kernel may run on several threads at once.
+/// A Strided elementwise kernel computes elements [begin, end) of ONE plane, the space's last two axes, which
+/// it is given as a rank-2 space: `shape` the plane's two sizes, `strides` each input's two strides along
+/// them, `inputs` and `output` at the plane's first element. runHostKernel walks the planes, so that the
+/// kernel is two plain loops, nearly as quick to compile as a Contiguous one, and one call still covers many
+/// rows when rows are short.
 using HostKernel = int32_t (*)(const KernelArgs *args, int64_t begin, int64_t end);
 
 /// Simulated-device kernel: the device kernel's code (the same index math as the PTX kernel below) compiled
@@ -113,6 +117,12 @@ struct KernelSpec {
   /// Any for every input; other kernels ignore it and want it empty (it is part of every cache key).
   std::vector<InnerStride> innerStrides = {};
 };
+
+/// Runs the host kernel compiled for `spec` over output elements [begin, end) of `args`: one call, or for a
+/// Strided elementwise kernel one per plane the range touches, the inputs and output moved to the plane's
+/// start (an odometer over the outer axes, like the CPU's forEachRow). Thread-safe.
+int32_t runHostKernel(const KernelSpec &spec, HostKernel kernel, const KernelArgs &args, int64_t begin,
+                      int64_t end);
 
 /// The innermost-axis stride pattern of inputs with `strides` (input-major, `rank` each): what a host
 /// Strided elementwise kernel may be specialized for.

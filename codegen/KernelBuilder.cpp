@@ -87,7 +87,7 @@ public:
     if (spec.layout == Layout::Contiguous)
       hostContiguousLoop(operands, begin, end);
     else
-      hostStridedLoop(operands, begin, end);
+      hostPlaneLoop(operands, begin, end);
     builder.CreateRet(builder.getInt32(kKernelOk));
   }
 
@@ -217,126 +217,74 @@ protected:
     builder.SetInsertPoint(exit);
   }
 
-  /// The CPU's forEachRow over [begin, end): find begin's multi-index once, then run the innermost axis as a
-  /// tight loop (which LLVM vectorizes, versioned on unit strides) and carry into the outer axes like an
-  /// odometer. A 0-d output is one row of one element.
+  /// Strided (host): part of one plane, the space's last two axes, which the runtime presents as a rank-2
+  /// space (a 1-d output is one plane of one row, a 0-d one of one element) with the inputs and the output
+  /// at the plane's first element; it walks the planes (runHostKernel, Kernel.h). The rows of the range in
+  /// turn, the innermost loop a plain one LLVM vectorizes:
   ///
-  ///   setup:  inner size / input strides of the last axis (1 / 0 when rank is 0)
-  ///           index[0..rank) = unravel(begin); rowBase[k] = offset of begin's row start in input k
-  ///   row:    length = min(innerSize - innerStart, end - position)
-  ///   inner:  for t in [innerStart, innerStart + length): output[position - innerStart + t] =
-  ///               body(inputs[k][rowBase[k] + t * innerStride[k]]...)   (innerStride[k] a constant 1 or 0
-  ///               where the spec says so: plain or broadcast vector loads, no versioning)
-  ///           position += length; if position == end: return
-  ///   carry:  innerStart = 0; for j = rank-2 down: index[j]++, rowBase[k] += strides[k][j]; stop unless it
-  ///           wrapped to shape[j] (then index[j] = 0, rowBase[k] -= shape[j] * strides[k][j])
-  void hostStridedLoop(const KernelOperands &operands, Value *begin, Value *end) {
+  ///   row = begin / rowLength; start = begin % rowLength; rowBase[k] = row * outerStride[k]
+  ///   for position = begin; position < end; rowBase[k] += outerStride[k], start = 0:
+  ///     length = min(rowLength - start, end - position)
+  ///     for t in [start, start + length): output[position - start + t] =
+  ///         body(inputs[k][rowBase[k] + t * innerStride[k]]...)   (innerStride[k] a constant 1 or 0 where
+  ///                                                                the spec says so)
+  ///     position += length
+  void hostPlaneLoop(const KernelOperands &operands, Value *begin, Value *end) {
     llvm::Type *i64 = builder.getInt64Ty();
     size_t numInputs = operands.inputs.size();
     BasicBlock *setup = block("setup"), *exit = block("exit");
     builder.CreateCondBr(builder.CreateICmpSLT(begin, end), setup, exit);
-
-    // The innermost axis, if any.
     builder.SetInsertPoint(setup);
-    InnerAxis innermost =
-        innerAxis(operands, builder.CreateICmpSGT(operands.rank, builder.getInt64(0)), "unravel");
-    Value *innerSize = innermost.size;
-    std::vector<Value *> innerStrides = specializedStrides(innermost.strides);
-
-    // index[j] and rowBase[k] for begin, from the last axis to the first.
-    Value *index = builder.CreateAlloca(i64, operands.rank, "index");
-    std::vector<llvm::AllocaInst *> rowBases;
-    for (size_t k = 0; k < numInputs; ++k)
-      rowBases.push_back(local(i64, builder.getInt64(0), "row.base"));
-    llvm::AllocaInst *remaining = local(i64, begin, "remaining");
-    llvm::AllocaInst *axis = local(i64, builder.CreateSub(operands.rank, builder.getInt64(1)), "axis");
-    BasicBlock *unravelTest = block("unravel.test"), *unravelAxis = block("unravel.axis"),
-               *unravelDone = block("unravel.done");
-    builder.CreateBr(unravelTest);
-    builder.SetInsertPoint(unravelTest);
-    Value *j = load(axis);
-    builder.CreateCondBr(builder.CreateICmpSGE(j, builder.getInt64(0)), unravelAxis, unravelDone);
-    builder.SetInsertPoint(unravelAxis);
-    Value *size = loadInt64(operands.shape, j);
-    Value *rest = load(remaining);
-    Value *coordinate = builder.CreateURem(rest, size);
-    builder.CreateStore(builder.CreateUDiv(rest, size), remaining);
-    builder.CreateStore(coordinate, builder.CreateInBoundsGEP(i64, index, j));
-    for (size_t k = 0; k < numInputs; ++k)
-      builder.CreateStore(
-          builder.CreateAdd(load(rowBases[k]), builder.CreateMul(coordinate, inputStride(operands, k, j))),
-          rowBases[k]);
-    builder.CreateStore(builder.CreateSub(j, builder.getInt64(1)), axis);
-    builder.CreateBr(unravelTest);
-
-    // rowBase[k] so far is begin's own offset; step back to its row's start.
-    builder.SetInsertPoint(unravelDone);
-    Value *firstInner = builder.CreateURem(begin, innerSize);
-    for (size_t k = 0; k < numInputs; ++k)
-      builder.CreateStore(
-          builder.CreateSub(load(rowBases[k]), builder.CreateMul(firstInner, innerStrides[k])), rowBases[k]);
-    llvm::AllocaInst *position = local(i64, begin, "position");
-    llvm::AllocaInst *innerStart = local(i64, firstInner, "inner.start");
-    BasicBlock *row = block("row");
+    Value *rowLength = loadInt64(operands.shape, builder.getInt64(1));
+    std::vector<Value *> outerStrides, innerStrides;
+    for (size_t k = 0; k < numInputs; ++k) {
+      outerStrides.push_back(loadInt64(operands.strides, builder.getInt64(2 * k)));
+      innerStrides.push_back(loadInt64(operands.strides, builder.getInt64(2 * k + 1)));
+    }
+    innerStrides = specializedStrides(std::move(innerStrides));
+    Value *firstRow = builder.CreateUDiv(begin, rowLength),
+          *firstStart = builder.CreateURem(begin, rowLength);
+    std::vector<Value *> firstBases;
+    for (Value *outer : outerStrides)
+      firstBases.push_back(builder.CreateMul(firstRow, outer));
+    BasicBlock *preheader = builder.GetInsertBlock(), *row = block("row");
     builder.CreateBr(row);
 
     builder.SetInsertPoint(row);
-    Value *rowPosition = load(position), *start = load(innerStart);
-    Value *length = builder.CreateBinaryIntrinsic(llvm::Intrinsic::smin, builder.CreateSub(innerSize, start),
-                                                  builder.CreateSub(end, rowPosition), nullptr, "row.length");
-    Value *stop = builder.CreateAdd(start, length, "inner.stop");
-    Value *outputBase = builder.CreateSub(rowPosition, start, "output.base");
-    std::vector<Value *> bases;
-    for (size_t k = 0; k < numInputs; ++k)
-      bases.push_back(load(rowBases[k]));
+    llvm::PHINode *position = builder.CreatePHI(i64, 2, "position");
+    llvm::PHINode *start = builder.CreatePHI(i64, 2, "start");
+    position->addIncoming(begin, preheader);
+    start->addIncoming(firstStart, preheader);
+    std::vector<llvm::PHINode *> rowBases;
+    for (size_t k = 0; k < numInputs; ++k) {
+      rowBases.push_back(builder.CreatePHI(i64, 2, "row.base"));
+      rowBases[k]->addIncoming(firstBases[k], preheader);
+    }
+    Value *length = builder.CreateBinaryIntrinsic(llvm::Intrinsic::smin, builder.CreateSub(rowLength, start),
+                                                  builder.CreateSub(end, position), nullptr, "row.length");
+    Value *stop = builder.CreateAdd(start, length, "row.stop");
+    Value *outputBase = builder.CreateSub(position, start, "output.base");
     BasicBlock *inner = block("inner"), *rowDone = block("row.done");
     builder.CreateBr(inner);
+
     builder.SetInsertPoint(inner);
     llvm::PHINode *t = builder.CreatePHI(i64, 2, "t");
     t->addIncoming(start, row);
     std::vector<Value *> offsets;
     for (size_t k = 0; k < numInputs; ++k)
-      offsets.push_back(builder.CreateAdd(bases[k], builder.CreateMul(t, innerStrides[k])));
+      offsets.push_back(builder.CreateAdd(rowBases[k], builder.CreateMul(t, innerStrides[k])));
     element(operands, offsets, builder.CreateAdd(outputBase, t), [&](Value *code) { returnError(code); });
     Value *nextT = builder.CreateAdd(t, builder.getInt64(1), "t.next", /*HasNUW=*/true, /*HasNSW=*/true);
     t->addIncoming(nextT, builder.GetInsertBlock());
     builder.CreateCondBr(builder.CreateICmpSLT(nextT, stop), inner, rowDone);
 
     builder.SetInsertPoint(rowDone);
-    Value *nextPosition = builder.CreateAdd(rowPosition, length);
-    builder.CreateStore(nextPosition, position);
-    BasicBlock *carry = block("carry");
-    builder.CreateCondBr(builder.CreateICmpSLT(nextPosition, end), carry, exit);
-
-    // More elements remain, so some outer axis j < rank - 1 can still advance: the carry stops there.
-    builder.SetInsertPoint(carry);
-    builder.CreateStore(builder.getInt64(0), innerStart);
-    builder.CreateStore(builder.CreateSub(operands.rank, builder.getInt64(2)), axis);
-    BasicBlock *carryAxis = block("carry.axis"), *carryWrap = block("carry.wrap"),
-               *carryDone = block("carry.done");
-    builder.CreateBr(carryAxis);
-    builder.SetInsertPoint(carryAxis);
-    Value *outer = load(axis);
-    Value *slot = builder.CreateInBoundsGEP(i64, index, outer);
-    Value *advanced = builder.CreateAdd(builder.CreateLoad(i64, slot), builder.getInt64(1));
-    std::vector<Value *> outerStrides;
-    for (size_t k = 0; k < numInputs; ++k) {
-      outerStrides.push_back(inputStride(operands, k, outer));
-      builder.CreateStore(builder.CreateAdd(load(rowBases[k]), outerStrides[k]), rowBases[k]);
-    }
-    Value *outerSize = loadInt64(operands.shape, outer);
-    builder.CreateCondBr(builder.CreateICmpSLT(advanced, outerSize), carryDone, carryWrap);
-    builder.SetInsertPoint(carryWrap);
-    builder.CreateStore(builder.getInt64(0), slot);
+    Value *nextPosition = builder.CreateAdd(position, length);
+    position->addIncoming(nextPosition, rowDone);
+    start->addIncoming(builder.getInt64(0), rowDone);
     for (size_t k = 0; k < numInputs; ++k)
-      builder.CreateStore(builder.CreateSub(load(rowBases[k]), builder.CreateMul(outerSize, outerStrides[k])),
-                          rowBases[k]);
-    builder.CreateStore(builder.CreateSub(outer, builder.getInt64(1)), axis);
-    builder.CreateBr(carryAxis);
-    builder.SetInsertPoint(carryDone);
-    builder.CreateStore(advanced, slot);
-    builder.CreateBr(row);
-
+      rowBases[k]->addIncoming(builder.CreateAdd(rowBases[k], outerStrides[k]), rowDone);
+    builder.CreateCondBr(builder.CreateICmpSLT(nextPosition, end), row, exit);
     builder.SetInsertPoint(exit);
   }
 

@@ -2,8 +2,9 @@
 // stores for each target, and the pass pipelines that finish a module. Internal to codegen.
 //
 //   host          i32 name(ptr args, i64 begin, i64 end)          a loop over [begin, end): Contiguous reads
-//                                                                  inputs[k][i]; Strided walks rows like the
-//                                                                  CPU's forEachRow (no division per element)
+//                                                                  inputs[k][i]; Strided walks the rows of one
+//                                                                  plane (the last two axes) the caller points
+//                                                                  args at (runHostKernel walks the planes)
 //   simulated     i32 name(ptr args, i64 count, i64 block,        threads of one block in turn, each running
 //   the device            i64 blockSize, i64 gridSize)                 device's grid-stride loop NVPTX void
 //   name(i64 count, i64 rank, ptr shape, ptr inputs, ptr strides, ptr output, ptr errorFlag)

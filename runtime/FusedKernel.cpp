@@ -30,18 +30,19 @@ void check(int32_t code) {
   if (code != codegen::kKernelOk) throw ir::UserError(codegen::kernelErrorMessage(code));
 }
 
-/// Runs a host kernel over outputs [0, count), split into `threads` equal ranges.
-void runOnThreads(codegen::HostKernel kernel, const codegen::KernelArgs &args, int64_t count,
-                  int64_t threads) {
+/// Runs the host kernel compiled for `spec` over outputs [0, count), split into `threads` equal ranges.
+void runOnThreads(const codegen::KernelSpec &spec, codegen::HostKernel kernel,
+                  const codegen::KernelArgs &args, int64_t count, int64_t threads) {
   if (threads <= 1) {
-    check(kernel(&args, 0, count));
+    check(codegen::runHostKernel(spec, kernel, args, 0, count));
     return;
   }
   std::vector<std::thread> workers;
   std::vector<int32_t> codes(static_cast<size_t>(threads), codegen::kKernelOk);
   for (int64_t t = 0; t < threads; ++t)
     workers.emplace_back([&, t] {
-      codes[static_cast<size_t>(t)] = kernel(&args, count * t / threads, count * (t + 1) / threads);
+      codes[static_cast<size_t>(t)] =
+          codegen::runHostKernel(spec, kernel, args, count * t / threads, count * (t + 1) / threads);
     });
   for (std::thread &worker : workers)
     worker.join();
@@ -56,7 +57,8 @@ Tensor runHost(const ir::ScalarGraph &body, const std::vector<Tensor> &operands)
     spec.innerStrides = codegen::innerStridePattern(launch.strides, operands.size(), launch.shape.size());
   codegen::HostKernel kernel = codegen::compileHostKernel(spec);
   int64_t count = launch.output.numElements();
-  runOnThreads(kernel, launch.args, count, std::clamp<int64_t>(count / kElementsPerThread, 1, hostThreads()));
+  runOnThreads(spec, kernel, launch.args, count,
+               std::clamp<int64_t>(count / kElementsPerThread, 1, hostThreads()));
   return launch.output;
 }
 
@@ -89,7 +91,7 @@ Tensor runHostReduction(const ir::Op &op, const std::vector<Tensor> &operands, i
   int64_t count = launch.output.numElements();
   if (count == 0) return launch.output;
   int64_t work = count * std::max<int64_t>(launch.reducedCount, 1);
-  runOnThreads(kernel, launch.args, count,
+  runOnThreads(spec, kernel, launch.args, count,
                std::clamp<int64_t>(std::min(work / kElementsPerThread, count), 1, hostThreads()));
   return launch.output;
 }

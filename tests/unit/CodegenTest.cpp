@@ -223,13 +223,14 @@ std::vector<Tensor> inputsFor(Layout layout, const std::vector<Tensor> &inputs) 
 
 /// The host kernel over [0, count) in three uneven ranges, as threads would split it.
 KernelRun runHost(const ScalarGraph &graph, Layout layout, const std::vector<Tensor> &inputs) {
-  tg::codegen::HostKernel kernel = tg::codegen::compileHostKernel({&graph, layout});
+  tg::codegen::KernelSpec spec{&graph, layout};
+  tg::codegen::HostKernel kernel = tg::codegen::compileHostKernel(spec);
   std::vector<Tensor> actual = inputsFor(layout, inputs);
   Launch launch(graph, actual);
   int64_t cuts[] = {0, launch.count / 3, std::min(launch.count, 2 * launch.count / 3 + 1), launch.count};
   KernelRun run{launch.output};
   for (int i = 0; i < 3 && run.code == tg::codegen::kKernelOk; ++i)
-    run.code = kernel(&launch.args, cuts[i], cuts[i + 1]);
+    run.code = tg::codegen::runHostKernel(spec, kernel, launch.args, cuts[i], cuts[i + 1]);
   return run;
 }
 
@@ -611,17 +612,48 @@ TEST(CodegenGraphs, StridedRangesCrossRows) {
   Tensor a = longValues(DType::I64, 60).reshaped({5, 3, 4}).permuted({1, 2, 0});
   Tensor b = longValues(DType::I64, 4).reshaped({4, 1});
   Tensor expected = reference(builder.graph, {a, b});
-  tg::codegen::HostKernel kernel = tg::codegen::compileHostKernel({&builder.graph, Layout::Strided});
+  tg::codegen::KernelSpec spec{&builder.graph, Layout::Strided};
+  tg::codegen::HostKernel kernel = tg::codegen::compileHostKernel(spec);
   for (int64_t cut : {1, 4, 5, 7, 19, 20, 21, 41, 59}) {
     Launch launch(builder.graph, {a, b});
-    ASSERT_EQ(kernel(&launch.args, 0, cut), 0);
-    ASSERT_EQ(kernel(&launch.args, cut, 60), 0);
+    ASSERT_EQ(tg::codegen::runHostKernel(spec, kernel, launch.args, 0, cut), 0);
+    ASSERT_EQ(tg::codegen::runHostKernel(spec, kernel, launch.args, cut, 60), 0);
     expectMatches(launch.output, expected, 0, 0, "cut at " + std::to_string(cut));
   }
   // An empty output: nothing to do.
   Tensor empty = Tensor::empty(DType::I64, {3, 4, 0});
   Launch launch(builder.graph, {empty, b});
-  EXPECT_EQ(kernel(&launch.args, 0, 0), 0);
+  EXPECT_EQ(tg::codegen::runHostKernel(spec, kernel, launch.args, 0, 0), 0);
+}
+
+TEST(CodegenGraphs, StridedKernelsWalkMergedPlanesAndKeepTheLastAxis) {
+  // The runtime walks planes (the last two axes) of the space with size-1 outer axes dropped and axes merged
+  // where the strides allow: [5, 1, 3, 2] + [2] is one plane of 15 rows; [6, 1] with a trailing size-1 axis
+  // keeps it (the kernel is specialized for its strides); a permuted input merges nothing. Ranges cut planes
+  // and rows anywhere.
+  GraphBuilder builder({DType::I64, DType::I64});
+  builder.op(OpKind::Sub, DType::I64, {0, 1});
+  struct Case {
+    Tensor a, b;
+  };
+  std::vector<Case> cases = {
+      {longValues(DType::I64, 30).reshaped({5, 1, 3, 2}), longValues(DType::I64, 2)},
+      {longValues(DType::I64, 6).reshaped({6, 1}), longValues(DType::I64, 1).reshaped({1, 1})},
+      {longValues(DType::I64, 30).reshaped({2, 3, 5}).permuted({2, 0, 1}), longValues(DType::I64, 3)},
+  };
+  for (const Case &c : cases) {
+    Tensor expected = reference(builder.graph, {c.a, c.b});
+    Launch launch(builder.graph, {c.a, c.b});
+    tg::codegen::KernelSpec spec{&builder.graph, Layout::Strided,
+                                 tg::codegen::innerStridePattern(launch.strides, 2, launch.shape.size())};
+    tg::codegen::HostKernel kernel = tg::codegen::compileHostKernel(spec);
+    for (int64_t cut = 0; cut <= launch.count; ++cut) {
+      Launch run(builder.graph, {c.a, c.b});
+      ASSERT_EQ(tg::codegen::runHostKernel(spec, kernel, run.args, 0, cut), 0);
+      ASSERT_EQ(tg::codegen::runHostKernel(spec, kernel, run.args, cut, run.count), 0);
+      expectMatches(run.output, expected, 0, 0, "cut at " + std::to_string(cut));
+    }
+  }
 }
 
 TEST(CodegenGraphs, InnerStrideSpecializationsGiveTheGeneralKernelsResults) {
@@ -643,8 +675,8 @@ TEST(CodegenGraphs, InnerStrideSpecializationsGiveTheGeneralKernelsResults) {
   tg::codegen::HostKernel kernel = tg::codegen::compileHostKernel(spec);
   for (int64_t cut : {0, 1, 36, 37, 38, 100, 222}) {
     Launch run(builder.graph, {a, b, c});
-    ASSERT_EQ(kernel(&run.args, 0, cut), 0);
-    ASSERT_EQ(kernel(&run.args, cut, 222), 0);
+    ASSERT_EQ(tg::codegen::runHostKernel(spec, kernel, run.args, 0, cut), 0);
+    ASSERT_EQ(tg::codegen::runHostKernel(spec, kernel, run.args, cut, 222), 0);
     expectMatches(run.output, expected, 0, 0, "cut at " + std::to_string(cut));
   }
   // A 0-d output: every input is read at offset 0 (pattern Zero).

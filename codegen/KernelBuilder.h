@@ -76,9 +76,9 @@ void *compileHostFunction(const std::string &name, const std::function<void(llvm
 
 /// Optimizes `module` for `machine` (verified first: a broken module is a compiler bug). NVPTX modules get
 /// LLVM's O3 pipeline. Host modules get the passes generated loops need (registers for the builder's
-/// variables, the usual cleanups, loop-invariant code motion, canonical induction variables, the loop
-/// vectorizer with the vector math library mapped onto calls): the same vector loops as O3 in half the
-/// compile time, which is most of a kernel's first-run latency (bench/kernels: cold JIT). With `useLibmvec`,
+/// variables, the usual cleanups, loop-invariant code motion, the loop vectorizer with the vector math
+/// library mapped onto calls): the same vector loops as O3 in a fraction of the compile time, which is most
+/// of a kernel's first-run latency (bench/kernels: cold JIT). With `useLibmvec`,
 /// loops over math functions may call glibc's vector variants (the process must be able to resolve them:
 /// libmvec.so.1 loaded).
 void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine, bool useLibmvec);

@@ -76,20 +76,23 @@ class KeptNodes {
 public:
   explicit KeptNodes(const ir::Graph &graph)
       : table_(graph.liveNodeCount() / 8), hashed_(graph.valueIdBound(), false),
-        kept_(graph.nodeIdBound(), false) {}
+        keptKind_(graph.nodeIdBound(), kNotKept) {}
 
   /// A kept node equal to `node`, or nullptr.
   ir::Node *find(const ir::Node *node) {
     const ir::Value *first = node->inputs().empty() ? nullptr : node->input(0);
     if (!first || usesTable(first))
       return table_.find(hashOf(node), [&](const ir::Node *seen) { return equal(seen, node); });
+    // Only a kept reader of the same kind is read (on a large graph, each a cache miss).
+    auto kind = static_cast<uint16_t>(node->op().kind());
     for (const ir::Use &use : first->clients())
-      if (use.node && use.index == 0 && kept_[use.nodeId] && equal(use.node, node)) return use.node;
+      if (use.node && use.index == 0 && keptKind_[use.nodeId] == kind && equal(use.node, node))
+        return use.node;
     return nullptr;
   }
 
   void keep(ir::Node *node) {
-    kept_[static_cast<size_t>(node->id())] = true;
+    keptKind_[static_cast<size_t>(node->id())] = static_cast<uint16_t>(node->op().kind());
     if (node->inputs().empty() || usesTable(node->input(0))) table_.insert(hashOf(node), node);
   }
 
@@ -103,7 +106,8 @@ private:
     if (!hashed_[id] && first->clients().size() > kScanLimit) {
       hashed_[id] = true;
       for (const ir::Use &use : first->clients())
-        if (use.node && use.index == 0 && kept_[use.nodeId]) table_.insert(hashOf(use.node), use.node);
+        if (use.node && use.index == 0 && keptKind_[use.nodeId] != kNotKept)
+          table_.insert(hashOf(use.node), use.node);
     }
     return hashed_[id];
   }
@@ -119,7 +123,8 @@ private:
 
   HashedEntries<ir::Node> table_;
   std::vector<uint8_t> hashed_; // by value id: its readers are in table_
-  std::vector<uint8_t> kept_;   // by node id
+  static constexpr uint16_t kNotKept = 0xffff;
+  std::vector<uint16_t> keptKind_; // by node id: the op kind of a kept node, else kNotKept
 };
 
 } // namespace

@@ -19,6 +19,7 @@
 
 #include "ir/DType.h"
 #include "ir/Op.h"
+#include "ir/SmallVector.h"
 
 #include <cstdint>
 #include <optional>
@@ -29,9 +30,9 @@ namespace tg::ir {
 
 struct ScalarInstr {
   OpKind kind;
-  DType dtype;                    // the result's dtype (for cast: the target dtype)
-  std::vector<uint32_t> operands; // value indices, each smaller than this instruction's own value index
-  double immediate = 0;           // kind == Full: the constant, converted to dtype as a C++ cast would
+  DType dtype;                       // the result's dtype (for cast: the target dtype)
+  SmallVector<uint32_t, 3> operands; // value indices, each smaller than this instruction's own value index
+  double immediate = 0;              // kind == Full: the constant, converted to dtype as a C++ cast would
   bool operator==(const ScalarInstr &other) const;
 };
 

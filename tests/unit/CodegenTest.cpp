@@ -337,7 +337,7 @@ DType resultDtype(OpKind kind, const std::vector<DType> &operands, DType castTo)
 ScalarGraph singleOp(OpKind kind, const std::vector<DType> &operands, DType castTo = DType::F32) {
   ScalarGraph graph;
   graph.inputDtypes = operands;
-  std::vector<uint32_t> indices;
+  tg::ir::SmallVector<uint32_t, 3> indices;
   for (uint32_t i = 0; i < operands.size(); ++i)
     indices.push_back(i);
   graph.body.push_back({kind, resultDtype(kind, operands, castTo), indices});
@@ -407,7 +407,7 @@ class GraphBuilder {
 public:
   explicit GraphBuilder(std::vector<DType> inputs) { graph.inputDtypes = std::move(inputs); }
   uint32_t op(OpKind kind, DType dtype, std::vector<uint32_t> operands) {
-    graph.body.push_back({kind, dtype, std::move(operands)});
+    graph.body.push_back({kind, dtype, {operands.begin(), operands.end()}});
     return static_cast<uint32_t>(graph.numValues() - 1);
   }
   uint32_t constant(DType dtype, double value) {

@@ -63,7 +63,7 @@ ScalarGraph makeBody(OpKind reduction, DType dtype, size_t numInputs) {
   ScalarGraph graph;
   graph.inputDtypes.assign(numInputs, dtype);
   auto push = [&](OpKind kind, std::vector<uint32_t> operands, double immediate = 0) {
-    graph.body.push_back({kind, dtype, std::move(operands), immediate});
+    graph.body.push_back({kind, dtype, {operands.begin(), operands.end()}, immediate});
     return static_cast<uint32_t>(graph.numValues() - 1);
   };
   uint32_t value = 0;

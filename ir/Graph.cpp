@@ -31,6 +31,11 @@ void *Arena::allocate(size_t bytes, size_t alignment) {
   return start;
 }
 
+const std::string &Value::noName() {
+  static const std::string empty;
+  return empty;
+}
+
 Graph::~Graph() {
   for (Node *node : nodes_)
     node->~Node();
@@ -48,7 +53,7 @@ Value *Graph::newValue(TensorType type, size_t alignment) {
 
 Value *Graph::addInput(TensorType type, std::string name) {
   Value *value = newValue(std::move(type));
-  value->name_ = std::move(name);
+  value->setName(std::move(name));
   inputs_.push_back(value);
   changed();
   return value;
@@ -66,7 +71,7 @@ Value *Graph::replaceInput(Value *input, TensorType type) {
   auto position = std::find(inputs_.begin(), inputs_.end(), input);
   TG_ASSERT(position != inputs_.end()) << "value " << input->id_ << " is not a graph input";
   Value *replacement = newValue(std::move(type));
-  replacement->name_ = input->name_;
+  replacement->setName(input->name());
   *position = replacement;
   changed();
   return replacement;
@@ -77,7 +82,7 @@ Value *Graph::addConstant(TensorData data, std::string name) {
   for (int64_t d : data.shape)
     shape.push_back(Dim::of(d));
   Value *value = newValue(TensorType{data.dtype, shape, Place::Host});
-  value->name_ = std::move(name);
+  value->setName(std::move(name));
   value->constant_ = std::make_shared<const TensorData>(std::move(data));
   return value;
 }

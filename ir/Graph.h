@@ -41,8 +41,9 @@ struct Use {
   bool operator==(const Use &other) const { return node == other.node && index == other.index; }
 };
 
-/// The uses of a value: most values have one reader, kept inline.
-using Clients = SmallVector<Use, 1>;
+/// The uses of a value: most values have one or two readers (a forward value and its gradient's use), kept
+/// inline.
+using Clients = SmallVector<Use, 2>;
 
 class Value {
 public:
@@ -50,8 +51,10 @@ public:
   const TensorType &type() const { return type_; }
   /// The node computing this value, or nullptr for graph inputs and constants.
   Node *owner() const { return owner_; }
-  const std::string &name() const { return name_; }
-  void setName(std::string name) { name_ = std::move(name); }
+  const std::string &name() const { return name_ ? *name_ : noName(); }
+  void setName(std::string name) {
+    name_ = name.empty() ? nullptr : std::make_unique<std::string>(std::move(name));
+  }
   bool isConstant() const { return constant_ != nullptr; }
   const TensorData &constant() const { return *constant_; }
   const Clients &clients() const { return clients_; }
@@ -60,7 +63,9 @@ private:
   friend class Graph;
   int id_ = 0;
   TensorType type_;
-  std::string name_;
+  static const std::string &noName();
+
+  std::unique_ptr<std::string> name_; // most values have none: a pointer keeps the value small
   std::shared_ptr<const TensorData> constant_;
   Clients clients_;
   Node *owner_ = nullptr; // last: right before its owner's input list (see Graph::addNode)

@@ -204,8 +204,8 @@ private:
     ir::OpAttrs attrs = reduction_ ? root->op().attrs() : ir::OpAttrs{};
     if (reduction_) body->reduction = root->op().kind();
     attrs.body = std::move(body);
-    Node *fused =
-        graph_.addNode(ir::Op(ir::OpKind::Fused, std::move(attrs), place_), inputs, root->loc(), root->pin());
+    Node *fused = graph_.addNode(ir::Op(ir::OpKind::Fused, std::move(attrs), place_), std::move(inputs),
+                                 root->loc(), root->pin());
     graph_.substitute(root->output(), fused->output());
     if (placement_)
       if (auto reason = placement_->find(root); reason != placement_->end())

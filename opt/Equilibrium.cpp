@@ -65,15 +65,11 @@ void rewriteToFixedPoint(RewriteContext &context, const std::vector<RewriteRule>
       context.current = nullptr;
       if (!replacement || replacement == output) continue;
       ++profile.rewrites[rule->name];
-      if (sweeping) {
-        // The readers come later in the order, and are visited then.
-        graph.substitute(output, replacement);
-      } else {
-        ir::Clients clients = output->clients();
-        graph.substitute(output, replacement);
-        for (const ir::Use &use : clients)
-          if (use.node) worklist.push(use.node);
-      }
+      // The readers are queued, but in the first sweep, where they come later in the order anyway.
+      ir::Clients readers = sweeping ? ir::Clients{} : output->clients();
+      graph.substitute(output, replacement);
+      for (const ir::Use &use : readers)
+        if (use.node) worklist.push(use.node);
       ++applied;
       return;
     }

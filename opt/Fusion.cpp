@@ -58,14 +58,10 @@ public:
     place_ = root->op().place();
     shape_ = reduction_ ? root->input(0)->type().shape : root->output()->type().shape;
     if (reduction_) {
+      // With no prologue (nothing absorbed) the fused reduction reads its input as it is, so that it runs as
+      // a generated kernel too.
       markExternal(root->input(0));
       absorbIfFits(root->input(0));
-      if (members_.empty()) {
-        // No prologue: a fused reduction of the input as it is, so that it runs as a generated kernel too.
-        build(root);
-        dead_.push_back(root);
-        return 1;
-      }
     } else {
       members_.push_back(memberAt(root));
       for (Value *input : root->inputs())

@@ -200,21 +200,17 @@ const std::vector<Node *> &Graph::toposort() const {
     }
   }
   topoValid_ = true;
-  topoWalked_ = true;
   return topoCache_;
 }
 
 void Graph::assumeToposort(std::vector<Node *> order) {
-#ifndef NDEBUG
-  topoValid_ = false;
-  TG_ASSERT(toposort() == order) << "assumeToposort was given an order that is not the graph's";
-#endif
   topoCache_ = std::move(order);
   reached_.assign(nodes_.size(), false);
-  for (const Node *node : topoCache_)
-    reached_[static_cast<size_t>(node->id_)] = true;
+  for (size_t at = 0; at < topoCache_.size(); ++at) {
+    prefetchAhead(topoCache_, at);
+    reached_[static_cast<size_t>(topoCache_[at]->id_)] = true;
+  }
   topoValid_ = true;
-  topoWalked_ = false;
 }
 
 void Graph::replaceUses(Value *old, Value *replacement) {
@@ -373,9 +369,11 @@ std::vector<std::string> Graph::verify() const {
   std::vector<uint8_t> isGraphInput(values_.size(), false);
   for (const Value *input : inputs_)
     isGraphInput[static_cast<size_t>(input->id_)] = true;
-  // The order's walk asserts on a cycle: an order a pass asserted (assumeToposort) is walked again; one
-  // walked since the last change has been checked.
-  if (!topoWalked_) topoValid_ = false;
+  // The order, walked or asserted by a pass (assumeToposort), must list each node the outputs depend on once,
+  // after its producers, and nothing else. Checked in dense tables by node id, without a walk: every input's
+  // producer is listed before its reader (so no cycle is listed), every output's node is listed, and every
+  // listed node is read by a later one or is an output's (so, the order being finite, an output depends on
+  // it).
   const std::vector<Node *> &order = toposort();
   // Client lists are checked through one slot per input of every checked node: each list of a value those
   // nodes read is scanned once, recording which value lists each (node, input) slot, so a constant shared by
@@ -383,12 +381,26 @@ std::vector<std::string> Graph::verify() const {
   // tables. Nodes no output depends on (the old graph a lift replaced, before the sweep) are not checked.
   constexpr uint32_t kUnchecked = ~uint32_t(0);
   std::vector<uint32_t> firstSlot(nodes_.size(), kUnchecked), inputCount(nodes_.size(), 0);
+  std::vector<uint32_t> position(nodes_.size(), kUnchecked);
   uint32_t slots = 0;
-  for (const Node *node : order) {
-    firstSlot[static_cast<size_t>(node->id_)] = slots;
-    inputCount[static_cast<size_t>(node->id_)] = node->numInputs_;
+  for (size_t at = 0; at < order.size(); ++at) {
+    const Node *node = order[at];
+    auto id = static_cast<size_t>(node->id_);
+    if (position[id] != kUnchecked) report(node, "is listed twice in the order");
+    if (!isAlive(node)) report(node, "is listed in the order although removed");
+    position[id] = static_cast<uint32_t>(at);
+    firstSlot[id] = slots;
+    inputCount[id] = node->numInputs_;
     slots += node->numInputs_;
   }
+  std::vector<uint8_t> read(nodes_.size(), false);
+  for (size_t i = 0; i < outputs_.size(); ++i)
+    if (const Node *owner = outputs_[i]->owner_) {
+      if (position[static_cast<size_t>(owner->id_)] == kUnchecked)
+        problems.push_back("output " + std::to_string(i) + " comes from node " + std::to_string(owner->id_) +
+                           ", which the order does not list");
+      read[static_cast<size_t>(owner->id_)] = true;
+    }
   const Value *const conflict = reinterpret_cast<const Value *>(&problems); // listed by two values
   std::vector<const Value *> recordedBy(slots, nullptr), expected(slots, nullptr);
   std::vector<uint8_t> scanned(values_.size(), false);
@@ -404,8 +416,15 @@ std::vector<std::string> Graph::verify() const {
       inputTypes[i] = input->type_;
       if (!input->owner_ && !input->isConstant() && !isGraphInput[static_cast<size_t>(input->id_)])
         report(node, "input " + std::to_string(i) + " is neither computed, constant nor a graph input");
-      if (input->owner_ && !isAlive(input->owner_))
-        report(node, "input " + std::to_string(i) + " comes from a removed node");
+      if (const Node *producer = input->owner_) {
+        if (!isAlive(producer)) report(node, "input " + std::to_string(i) + " comes from a removed node");
+        uint32_t produced = position[static_cast<size_t>(producer->id_)];
+        if (produced == kUnchecked || produced >= at)
+          report(node,
+                 "input " + std::to_string(i) + " comes from node " + std::to_string(producer->id_) +
+                     (produced == kUnchecked ? ", which the order does not list" : ", listed after it"));
+        read[static_cast<size_t>(producer->id_)] = true;
+      }
       if (scanned[static_cast<size_t>(input->id_)]) continue;
       scanned[static_cast<size_t>(input->id_)] = true;
       for (const Use &use : input->clients_) {
@@ -424,6 +443,8 @@ std::vector<std::string> Graph::verify() const {
       report(node, error.message);
     }
   }
+  for (size_t id = 0; id < nodes_.size(); ++id)
+    if (position[id] != kUnchecked && !read[id]) report(nodes_[id], "is listed but nothing reads it");
   for (uint32_t slot = 0; slot < slots; ++slot) {
     if (recordedBy[slot] == expected[slot]) continue;
     // The slot's node: the last whose first slot is at or before it (the first slots grow along the order).

@@ -100,6 +100,8 @@ private:
 /// the loads of a walk over a list do not depend on each other, and fetched ahead they overlap instead of
 /// coming one at a time. Costs a few instructions per node on a graph that fits.
 inline void prefetchAhead(std::span<Node *const> order, size_t at);
+/// The same for a walk from the end of `order` to its start.
+inline void prefetchBehind(std::span<Node *const> order, size_t at);
 
 /// Bump allocation in large chunks for the objects of one graph; freed all at once with the graph.
 class Arena {
@@ -160,9 +162,9 @@ public:
   size_t liveNodeCount() const { return liveNodes_; }
   /// Nodes reachable from the outputs, inputs before users; cached until the graph changes.
   const std::vector<Node *> &toposort() const;
-  /// Sets the cached order to `order`, which the caller knows toposort() would compute now: a pass that knows
-  /// how its changes moved the order (merge only drops nodes from it) saves the next walk. Checked against a
-  /// fresh walk in debug builds.
+  /// Sets the cached order to `order`, which the caller knows lists exactly the nodes the outputs depend on,
+  /// producers first: a pass that knows how its changes moved the order (merge drops nodes from it, fusion
+  /// puts each fused node where its cluster's root was) saves the next walk. verify() checks it.
   void assumeToposort(std::vector<Node *> order);
 
   /// Makes every client of `old` use `replacement` instead, then verifies the graph.
@@ -184,8 +186,9 @@ public:
   void addListener(GraphListener *listener) { listeners_.push_back(listener); }
   void removeListener(GraphListener *listener);
 
-  /// Checks the nodes the outputs depend on: types against inference (places included), client lists and
-  /// acyclicity; returns the problems found.
+  /// Checks the nodes the outputs depend on: the order toposort() holds (each listed once, after its
+  /// producers, and nothing else), types against inference (places included) and client lists; returns the
+  /// problems found.
   std::vector<std::string> verify() const;
   /// verify(), failing with TG_ASSERT on the first problem (a compiler bug, not a user error).
   void verifyOrDie() const;
@@ -218,7 +221,6 @@ private:
   mutable std::vector<Node *> topoCache_;
   mutable std::vector<uint8_t> reached_; // by node id, with topoCache_: whether the order lists the node
   mutable bool topoValid_ = false;
-  mutable bool topoWalked_ = false; // the cached order came from a walk, not from assumeToposort
   size_t liveNodes_ = 0;
   std::vector<Node *> maybeDead_;       // added or lost a reader since the last sweep
   std::vector<TensorType> typeScratch_; // addNode's input types
@@ -226,9 +228,14 @@ private:
   uint64_t sweptVersion_ = ~uint64_t(0);
 };
 
+constexpr size_t kPrefetchAhead = 8; // nodes
+
 inline void prefetchAhead(std::span<Node *const> order, size_t at) {
-  constexpr size_t kAhead = 8;
-  if (at + kAhead < order.size()) __builtin_prefetch(order[at + kAhead]);
+  if (at + kPrefetchAhead < order.size()) __builtin_prefetch(order[at + kPrefetchAhead]);
+}
+
+inline void prefetchBehind(std::span<Node *const> order, size_t at) {
+  if (at >= kPrefetchAhead) __builtin_prefetch(order[at - kPrefetchAhead]);
 }
 
 } // namespace tg::ir

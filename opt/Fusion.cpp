@@ -36,12 +36,12 @@ bool isImmediate(const Value *value) {
 class ClusterBuilder {
 public:
   /// `order` is the graph's topological order, whose positions order each cluster's members.
-  ClusterBuilder(ir::Graph &graph, const std::vector<Node *> &order, PlacementReasons *placement)
-      : graph_(graph), placement_(placement), clusterOf_(graph.nodeIdBound(), -1),
+  ClusterBuilder(ir::Graph &graph, std::vector<Node *> order, PlacementReasons *placement)
+      : graph_(graph), placement_(placement), order_(std::move(order)), clusterOf_(graph.nodeIdBound(), -1),
         position_(graph.nodeIdBound(), 0), valueStamp_(graph.valueIdBound(), -1),
         valueSlot_(graph.valueIdBound(), 0) {
-    for (size_t i = 0; i < order.size(); ++i)
-      position_[static_cast<size_t>(order[i]->id())] = static_cast<uint32_t>(i);
+    for (size_t i = 0; i < order_.size(); ++i)
+      position_[static_cast<size_t>(order_[i]->id())] = static_cast<uint32_t>(i);
   }
 
   bool clustered(const Node *node) const { return clusterOfNode(node) >= 0; }
@@ -74,19 +74,38 @@ public:
     // otherwise need a walk through them, a cache miss per member on a large graph).
     std::sort(members_.begin(), members_.end(),
               [](const Member &a, const Member &b) { return a.position < b.position; });
-    build(root);
-    // Nothing outside the cluster reads its members: they die with the root, unless copies in a prologue
-    // keep some alive (then the sweep after the pass finds which).
-    if (copies_ == 0) {
-      dead_.push_back(root);
-      for (const Member &member : members_)
-        if (member.node != root) dead_.push_back(member.node);
+    Node *fused = build(root);
+    // The fused node takes the root's place in the order: it reads what the members read, which comes before
+    // them, and its readers are the root's. Nothing outside the cluster reads the members: they die with the
+    // root, unless copies in a prologue keep some alive (decided once every cluster is built).
+    order_[position_[static_cast<size_t>(root->id())]] = fused;
+    dead_.push_back(root);
+    for (const Member &member : members_) {
+      if (member.node == root) continue;
+      if (copies_ == 0) {
+        die(member);
+      } else {
+        copied_.push_back(member);
+      }
     }
     return members_.size() + (reduction_ ? 1 : 0);
   }
 
-  /// The nodes the fused nodes replaced, which nothing reads any more.
-  const std::vector<Node *> &dead() const { return dead_; }
+  /// Removes the nodes the fused nodes replaced and gives the graph its new order, without a walk.
+  void finish() {
+    // A member of a prologue that copies lives on while anything outside the dead reads it. Its readers come
+    // later in the order: deciding the latest first decides every reader before the nodes it reads.
+    std::sort(copied_.begin(), copied_.end(),
+              [](const Member &a, const Member &b) { return a.position > b.position; });
+    for (const Member &member : copied_) {
+      const auto &uses = member.node->output()->clients();
+      if (std::none_of(uses.begin(), uses.end(), [this](const ir::Use &use) { return !dies(use.node); }))
+        die(member);
+    }
+    graph_.removeNodes(dead_);
+    order_.erase(std::remove(order_.begin(), order_.end(), nullptr), order_.end());
+    graph_.assumeToposort(std::move(order_));
+  }
 
 private:
   /// A prologue may recompute this many ops that others also read (cheaper than a round trip through
@@ -150,10 +169,29 @@ private:
   };
   Member memberAt(Node *node) const { return {position_[static_cast<size_t>(node->id())], node}; }
 
-  void build(Node *root) {
+  void die(const Member &member) {
+    order_[member.position] = nullptr;
+    dead_.push_back(member.node);
+  }
+  /// Whether the pass removes the node reading through a use (false for a graph output). Every node the
+  /// order listed is alive: the graph was swept before the pass.
+  bool dies(const Node *reader) const {
+    if (!reader) return false;
+    size_t id = static_cast<size_t>(reader->id());
+    if (id >= position_.size()) return false; // a fused node
+    const Node *listed = order_[position_[id]];
+    return listed != reader;
+  }
+
+  Node *build(Node *root) {
     auto body = std::make_shared<ir::ScalarGraph>();
+    // Sized up front (the inputs are the values marked external), or built in a list kept between clusters
+    // and copied once: growing them would allocate a few times per fused node.
     std::vector<Value *> inputs;
-    std::vector<ir::ScalarInstr> instrs;
+    inputs.reserve(externalCount_);
+    body->inputDtypes.reserve(inputs.capacity());
+    std::vector<ir::ScalarInstr> &instrs = instrs_;
+    instrs.clear();
     // Each value the program reads gets its operand number in valueSlot_, stamped with a number of its own
     // (the external marks of growing are done with). Operands refer to inputs (0..n-1) and instructions
     // (n+k); inputs are numbered as they are met, so instruction operands are renumbered at the end.
@@ -196,7 +234,7 @@ private:
     for (ir::ScalarInstr &instr : instrs)
       for (uint32_t &operand : instr.operands)
         if (operand & kInstructionBit) operand = numInputs + (operand & ~kInstructionBit);
-    body->body = std::move(instrs);
+    body->body.assign(instrs.begin(), instrs.end());
     ir::OpAttrs attrs = reduction_ ? root->op().attrs() : ir::OpAttrs{};
     if (reduction_) body->reduction = root->op().kind();
     attrs.body = std::move(body);
@@ -206,10 +244,12 @@ private:
     if (placement_)
       if (auto reason = placement_->find(root); reason != placement_->end())
         (*placement_)[fused] = reason->second + " (fused)";
+    return fused;
   }
 
   ir::Graph &graph_;
   PlacementReasons *placement_;
+  std::vector<Node *> order_;      // the graph's order, becoming the new one: fused nodes in, the dead null
   std::vector<int> clusterOf_;     // by node id
   std::vector<uint32_t> position_; // by node id: where the graph's order lists the node
   int cluster_ = -1, nextCluster_ = 0;
@@ -218,6 +258,8 @@ private:
   ir::Shape shape_; // of every member's value
   size_t copies_ = 0;
   std::vector<Member> members_;
+  std::vector<ir::ScalarInstr> instrs_; // build's program, reused
+  std::vector<Member> copied_;          // members of prologues that copy, alive or not
   std::vector<Node *> dead_;
   static constexpr uint32_t kExternal = ~0u;
   std::vector<int> valueStamp_;     // by value id: whose mark valueSlot_ holds
@@ -228,19 +270,21 @@ private:
 /// Roots clusters at the nodes `isRoot` accepts, consumers first. Returns {kernels made, ops fused}.
 template <typename IsRoot>
 std::pair<size_t, size_t> fuseFrom(ir::Graph &graph, IsRoot isRoot, PlacementReasons *placement) {
-  std::vector<Node *> order = graph.toposort();
+  graph.removeDeadNodes(); // so that the order lists every live node
+  const std::vector<Node *> order = graph.toposort();
   ClusterBuilder builder(graph, order, placement);
   size_t kernels = 0, ops = 0;
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    if (!isRoot(*it) || builder.clustered(*it)) continue;
-    size_t fused = builder.fuse(*it);
+  for (size_t at = order.size(); at-- > 0;) {
+    ir::prefetchBehind(order, at);
+    Node *node = order[at];
+    if (!isRoot(node) || builder.clustered(node)) continue;
+    size_t fused = builder.fuse(node);
     ops += fused;
     kernels += fused > 0;
   }
-  // What the fused nodes replaced is known: removing it takes no walk through the graph (a cascade of
-  // dependent loads on a large one). What prologue copies left is the sweep's to find.
-  graph.removeNodes(builder.dead());
-  graph.removeDeadNodes();
+  // What the fused nodes replaced and where they go in the order is known: neither the removal nor the next
+  // pass's order takes a walk through the graph (a cascade of dependent loads on a large one).
+  builder.finish();
   return {kernels, ops};
 }
 

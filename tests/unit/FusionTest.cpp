@@ -1,7 +1,8 @@
 // The fusion pass: fused nodes compute what their clusters did (random graphs, run before and after: the
-// fused ones through generated kernels, within the ulps libmvec and libm differ by), clusters respect the
-// kernel-argument limit, and a 10,000-node elementwise chain becomes one kernel that runs. Kernel counts for
-// scripts are pinned by the golden tests in tests/lit/fusion.
+// fused ones through generated kernels, within the ulps libmvec and libm differ by) and the order the pass
+// leaves without a walk is valid (verify(): a node kept alive or removed wrongly fails it), clusters respect
+// the kernel-argument limit, and a 10,000-node elementwise chain becomes one kernel that runs. Kernel counts
+// for scripts are pinned by the golden tests in tests/lit/fusion.
 #include "opt/Fusion.h"
 
 #include "ir/Graph.h"

@@ -186,6 +186,27 @@ TEST(GraphTest, RemoveNodesDropsKnownDeadNodesAndRefusesLiveOnes) {
   graph.removeListener(&listener);
 }
 
+TEST(GraphTest, VerifierChecksTheOrderAPassAsserts) {
+  // x -> exp -> neg -> output, and tanh(x), which nothing reads.
+  Graph graph;
+  Value *x = graph.addInput(f32({Dim::of(3)}), "x");
+  Node *exp = graph.addNode(Op(OpKind::Exp), {x});
+  Node *neg = graph.addNode(Op(OpKind::Neg), {exp->output()});
+  Node *tanh = graph.addNode(Op(OpKind::Tanh), {x});
+  graph.addOutput(neg->output());
+  auto problemsWith = [&graph](std::vector<Node *> order) {
+    graph.assumeToposort(std::move(order));
+    std::vector<std::string> problems = graph.verify();
+    return problems.empty() ? std::string("none") : problems.front();
+  };
+  EXPECT_EQ(problemsWith({exp, neg}), "none");
+  EXPECT_EQ(problemsWith({neg, exp}), "node 1 (neg): input 0 comes from node 0, listed after it");
+  EXPECT_EQ(problemsWith({neg}), "node 1 (neg): input 0 comes from node 0, which the order does not list");
+  EXPECT_EQ(problemsWith({exp}), "output 0 comes from node 1, which the order does not list");
+  EXPECT_EQ(problemsWith({exp, tanh, neg}), "node 2 (tanh): is listed but nothing reads it");
+  EXPECT_EQ(problemsWith({exp, exp, neg}), "node 0 (exp): is listed twice in the order");
+}
+
 TEST(GraphTest, ConstantsCarryTheirData) {
   Graph graph;
   Value *c = graph.addConstant(TensorData::scalar(DType::F64, 2.5));

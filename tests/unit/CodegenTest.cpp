@@ -336,7 +336,7 @@ DType resultDtype(OpKind kind, const std::vector<DType> &operands, DType castTo)
 /// A body of one instruction reading every input, and the CPU kernel's result for it.
 ScalarGraph singleOp(OpKind kind, const std::vector<DType> &operands, DType castTo = DType::F32) {
   ScalarGraph graph;
-  graph.inputDtypes = operands;
+  graph.inputDtypes.assign(operands.begin(), operands.end());
   tg::ir::SmallVector<uint32_t, 3> indices;
   for (uint32_t i = 0; i < operands.size(); ++i)
     indices.push_back(i);
@@ -405,7 +405,9 @@ void expectOpMatches(OpKind kind, const std::vector<DType> &operands, const std:
 
 class GraphBuilder {
 public:
-  explicit GraphBuilder(std::vector<DType> inputs) { graph.inputDtypes = std::move(inputs); }
+  explicit GraphBuilder(const std::vector<DType> &inputs) {
+    graph.inputDtypes.assign(inputs.begin(), inputs.end());
+  }
   uint32_t op(OpKind kind, DType dtype, std::vector<uint32_t> operands) {
     graph.body.push_back({kind, dtype, {operands.begin(), operands.end()}});
     return static_cast<uint32_t>(graph.numValues() - 1);

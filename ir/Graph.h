@@ -230,12 +230,22 @@ private:
 
 constexpr size_t kPrefetchAhead = 8; // nodes
 
+/// The node's line and the two before it: its output value, which addNode puts just before the node (from a
+/// line start, with the input list between), so that its type and clients are fetched without waiting for
+/// the node's pointer to it.
+inline void prefetchNode(const Node *node) {
+  const char *at = reinterpret_cast<const char *>(node);
+  __builtin_prefetch(at);
+  __builtin_prefetch(at - 64);
+  __builtin_prefetch(at - 128);
+}
+
 inline void prefetchAhead(std::span<Node *const> order, size_t at) {
-  if (at + kPrefetchAhead < order.size()) __builtin_prefetch(order[at + kPrefetchAhead]);
+  if (at + kPrefetchAhead < order.size()) prefetchNode(order[at + kPrefetchAhead]);
 }
 
 inline void prefetchBehind(std::span<Node *const> order, size_t at) {
-  if (at >= kPrefetchAhead) __builtin_prefetch(order[at - kPrefetchAhead]);
+  if (at >= kPrefetchAhead) prefetchNode(order[at - kPrefetchAhead]);
 }
 
 } // namespace tg::ir

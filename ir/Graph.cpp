@@ -200,17 +200,31 @@ const std::vector<Node *> &Graph::toposort() const {
     }
   }
   topoValid_ = true;
+  reachedValid_ = true;
   return topoCache_;
 }
 
-void Graph::assumeToposort(std::vector<Node *> order) {
+void Graph::assumeToposort(std::vector<Node *> order, std::span<Node *const> dead) {
   topoCache_ = std::move(order);
-  reached_.assign(nodes_.size(), false);
-  for (size_t at = 0; at < topoCache_.size(); ++at) {
-    prefetchAhead(topoCache_, at);
-    reached_[static_cast<size_t>(topoCache_[at]->id_)] = true;
-  }
   topoValid_ = true;
+  if (dead.size() <= topoCache_.size()) {
+    // Few died: removed by name, without reading the many that live. The sweep's table of listed nodes is
+    // left to a walk, should a sweep want it before the order changes.
+    removeNodes(dead);
+    reachedValid_ = false;
+  } else {
+    // Most died: the listed are marked by id, and the dead found in a scan of the ids, each read once (to
+    // take it off its inputs' client lists) instead of twice.
+    reached_.assign(nodes_.size(), false);
+    for (size_t at = 0; at < topoCache_.size(); ++at) {
+      prefetchAhead(topoCache_, at);
+      reached_[static_cast<size_t>(topoCache_[at]->id_)] = true;
+    }
+    reachedValid_ = true;
+    sweepUnreachable();
+  }
+  maybeDead_.clear();
+  sweptVersion_ = version_;
 }
 
 void Graph::replaceUses(Value *old, Value *replacement) {
@@ -266,7 +280,11 @@ void Graph::replaceAll(const std::vector<std::pair<Value *, Value *>> &replaceme
 }
 
 void Graph::removeDeadNodes() {
-  if (sweptVersion_ == version_) return; // nothing changed since the last sweep
+  // Nothing changed since the last sweep, or nothing that could kill a node (a constant for a constant).
+  if (sweptVersion_ == version_ || maybeDead_.empty()) {
+    sweptVersion_ = version_;
+    return;
+  }
   // A node is dead when no live node and no graph output reads its value: it is unreachable from the
   // outputs. When the order is known, or so much changed that the next pass's order is worth computing now
   // (a lift replaced the whole graph; canonicalize removed half of it), the dead are the nodes it does not
@@ -284,15 +302,20 @@ void Graph::removeNodes(std::span<Node *const> nodes) {
     TG_ASSERT(isAlive(node)) << "node " << node->id_ << " (" << node->op_.name() << ") is removed twice";
     alive_[static_cast<size_t>(node->id_)] = false;
   }
+#ifndef NDEBUG
+  // A release build leaves this to verify() (a live reader of a removed node): checked here, it would read
+  // every removed node's value, a cache miss each when a pass removes most of a large graph.
   for (const Node *node : nodes)
     for (const Use &use : node->output_->clients_)
       TG_ASSERT(use.node && !alive_[use.nodeId])
           << "node " << node->id_ << " (" << node->op_.name() << ") is removed while "
           << (use.node ? "node " : "graph output ") << (use.node ? use.nodeId : use.index) << " reads it";
+#endif
   dropDead(nodes);
 }
 
 void Graph::sweepUnreachable() {
+  if (!reachedValid_) topoValid_ = false;
   toposort();
   std::vector<Node *> dead;
   for (size_t id = 0; id < nodes_.size(); ++id)
@@ -341,12 +364,16 @@ void Graph::sweepFromChanges() {
 void Graph::dropDead(std::span<Node *const> dead) {
   liveNodes_ -= dead.size();
   // One filtering of each value the dead read, when first met (every death is already marked): a value with
-  // many dead readers (a shared constant) costs its client count once, not once per dead reader.
-  std::vector<uint8_t> filtered(values_.size(), false);
+  // many dead readers (a shared constant) costs its client count once, not once per dead reader. The marks
+  // are stamped with this call's number, in a table kept between calls: a pass may drop a few nodes at a
+  // time, while what it just read is still in the cache.
+  ++dropRound_;
+  if (filteredIn_.size() < values_.size()) filteredIn_.resize(values_.size(), 0);
   for (const Node *node : dead)
     for (Value *input : node->inputs()) {
-      if (filtered[static_cast<size_t>(input->id_)]) continue;
-      filtered[static_cast<size_t>(input->id_)] = true;
+      uint32_t &round = filteredIn_[static_cast<size_t>(input->id_)];
+      if (round == dropRound_) continue;
+      round = dropRound_;
       auto &uses = input->clients_;
       uses.erase(std::remove_if(uses.begin(), uses.end(),
                                 [this](const Use &use) { return use.node && !readerAlive(use); }),
@@ -393,6 +420,9 @@ std::vector<std::string> Graph::verify() const {
     inputCount[id] = node->numInputs_;
     slots += node->numInputs_;
   }
+  if (sweptVersion_ == version_ && order.size() != liveNodes_) // swept: every live node is in the order
+    problems.push_back("the order lists " + std::to_string(order.size()) + " of the " +
+                       std::to_string(liveNodes_) + " live nodes");
   std::vector<uint8_t> read(nodes_.size(), false);
   for (size_t i = 0; i < outputs_.size(); ++i)
     if (const Node *owner = outputs_[i]->owner_) {

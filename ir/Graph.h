@@ -162,10 +162,11 @@ public:
   size_t liveNodeCount() const { return liveNodes_; }
   /// Nodes reachable from the outputs, inputs before users; cached until the graph changes.
   const std::vector<Node *> &toposort() const;
-  /// Sets the cached order to `order`, which the caller knows lists exactly the nodes the outputs depend on,
-  /// producers first: a pass that knows how its changes moved the order (merge drops nodes from it, fusion
-  /// puts each fused node where its cluster's root was) saves the next walk. verify() checks it.
-  void assumeToposort(std::vector<Node *> order);
+  /// Removes `dead` and sets the cached order to `order`, which the caller knows lists exactly the nodes the
+  /// outputs then depend on, producers first; `dead` are all the other live nodes. A pass that knows how its
+  /// changes moved the order (merge drops nodes from it, fusion puts each fused node where its cluster's root
+  /// was) saves the next walk and the sweep. verify() checks the order.
+  void assumeToposort(std::vector<Node *> order, std::span<Node *const> dead);
 
   /// Makes every client of `old` use `replacement` instead, then verifies the graph.
   void replace(Value *old, Value *replacement);
@@ -177,7 +178,8 @@ public:
   /// Drops nodes no output depends on (nothing to do, and no walk, when the graph has not changed since).
   void removeDeadNodes();
   /// Drops `nodes`, which the caller knows are dead: no graph output and no node outside them reads them
-  /// (asserted). Costs the nodes and their inputs, without the walk removeDeadNodes may take.
+  /// (asserted in debug builds; verify() reports a live reader of a removed node). Costs the nodes and their
+  /// inputs, without the walk removeDeadNodes may take.
   void removeNodes(std::span<Node *const> nodes);
   /// Changes whenever a node, an input, an output or an edge changes: passes compare it to skip work on an
   /// unchanged graph.
@@ -221,8 +223,11 @@ private:
   mutable std::vector<Node *> topoCache_;
   mutable std::vector<uint8_t> reached_; // by node id, with topoCache_: whether the order lists the node
   mutable bool topoValid_ = false;
+  mutable bool reachedValid_ = false; // reached_ goes with topoCache_ (not so for an order a pass asserted)
   size_t liveNodes_ = 0;
-  std::vector<Node *> maybeDead_;       // added or lost a reader since the last sweep
+  std::vector<Node *> maybeDead_;    // added or lost a reader since the last sweep
+  std::vector<uint32_t> filteredIn_; // by value id: the dropDead call that last filtered its clients
+  uint32_t dropRound_ = 0;
   std::vector<TensorType> typeScratch_; // addNode's input types
   uint64_t version_ = 0;
   uint64_t sweptVersion_ = ~uint64_t(0);

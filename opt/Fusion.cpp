@@ -91,7 +91,8 @@ public:
     return members_.size() + (reduction_ ? 1 : 0);
   }
 
-  /// Removes the nodes the fused nodes replaced and gives the graph its new order, without a walk.
+  /// Removes the nodes the fused nodes replaced and gives the graph its new order, without a walk. Removed
+  /// together, a value many of them read is filtered once.
   void finish() {
     // A member of a prologue that copies lives on while anything outside the dead reads it. Its readers come
     // later in the order: deciding the latest first decides every reader before the nodes it reads.
@@ -102,9 +103,8 @@ public:
       if (std::none_of(uses.begin(), uses.end(), [this](const ir::Use &use) { return !dies(use.node); }))
         die(member);
     }
-    graph_.removeNodes(dead_);
     order_.erase(std::remove(order_.begin(), order_.end(), nullptr), order_.end());
-    graph_.assumeToposort(std::move(order_));
+    graph_.assumeToposort(std::move(order_), dead_);
   }
 
 private:
@@ -260,7 +260,7 @@ private:
   std::vector<Member> members_;
   std::vector<ir::ScalarInstr> instrs_; // build's program, reused
   std::vector<Member> copied_;          // members of prologues that copy, alive or not
-  std::vector<Node *> dead_;
+  std::vector<Node *> dead_;            // the clusters' nodes, then the copies nothing reads
   static constexpr uint32_t kExternal = ~0u;
   std::vector<int> valueStamp_;     // by value id: whose mark valueSlot_ holds
   std::vector<uint32_t> valueSlot_; // by value id: kExternal while growing, the operand number in build

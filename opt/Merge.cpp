@@ -131,11 +131,12 @@ private:
 
 void mergeEquivalent(ir::Graph &graph, PassProfile &profile) {
   // Producers come first in topological order, so a node's inputs are already canonical when it is looked at.
+  graph.removeDeadNodes(); // so that the order lists every live node
   std::vector<ir::Node *> order = graph.toposort();
   HashedEntries<ir::Value> constants(order.size() / 4);
   KeptNodes nodes(graph);
-  size_t mergedConstants = 0, mergedNodes = 0;
-  std::vector<ir::Node *> kept;
+  size_t mergedConstants = 0;
+  std::vector<ir::Node *> kept, merged;
   kept.reserve(order.size());
   for (size_t at = 0; at < order.size(); ++at) {
     ir::Node *node = order[at];
@@ -161,13 +162,15 @@ void mergeEquivalent(ir::Graph &graph, PassProfile &profile) {
       continue;
     }
     graph.substitute(node->output(), equal->output());
-    ++mergedNodes;
+    merged.push_back(node);
   }
-  // Each merged node gave its readers to an equal node earlier in the order, which a walk from the outputs
-  // has already finished when it reaches them: the order is the old one without the merged nodes.
-  graph.assumeToposort(std::move(kept));
+  // A merged node is read by nothing now, while what it reads is read by its equal: the merged nodes are the
+  // ones that died, removed together (a value many of them read is filtered once). Each gave its readers to
+  // an equal node earlier in the order, which a walk from the outputs has already finished when it reaches
+  // them: the order is the old one without the merged nodes.
+  graph.assumeToposort(std::move(kept), merged);
   if (mergedConstants) profile.rewrites["merge constants"] += mergedConstants;
-  if (mergedNodes) profile.rewrites["merge nodes"] += mergedNodes;
+  if (!merged.empty()) profile.rewrites["merge nodes"] += merged.size();
 }
 
 } // namespace tg::opt

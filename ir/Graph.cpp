@@ -364,16 +364,12 @@ void Graph::sweepFromChanges() {
 void Graph::dropDead(std::span<Node *const> dead) {
   liveNodes_ -= dead.size();
   // One filtering of each value the dead read, when first met (every death is already marked): a value with
-  // many dead readers (a shared constant) costs its client count once, not once per dead reader. The marks
-  // are stamped with this call's number, in a table kept between calls: a pass may drop a few nodes at a
-  // time, while what it just read is still in the cache.
-  ++dropRound_;
-  if (filteredIn_.size() < values_.size()) filteredIn_.resize(values_.size(), 0);
+  // many dead readers (a shared constant) costs its client count once, not once per dead reader.
+  std::vector<uint8_t> filtered(values_.size(), false);
   for (const Node *node : dead)
     for (Value *input : node->inputs()) {
-      uint32_t &round = filteredIn_[static_cast<size_t>(input->id_)];
-      if (round == dropRound_) continue;
-      round = dropRound_;
+      if (filtered[static_cast<size_t>(input->id_)]) continue;
+      filtered[static_cast<size_t>(input->id_)] = true;
       auto &uses = input->clients_;
       uses.erase(std::remove_if(uses.begin(), uses.end(),
                                 [this](const Use &use) { return use.node && !readerAlive(use); }),

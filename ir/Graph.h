@@ -225,9 +225,7 @@ private:
   mutable bool topoValid_ = false;
   mutable bool reachedValid_ = false; // reached_ goes with topoCache_ (not so for an order a pass asserted)
   size_t liveNodes_ = 0;
-  std::vector<Node *> maybeDead_;    // added or lost a reader since the last sweep
-  std::vector<uint32_t> filteredIn_; // by value id: the dropDead call that last filtered its clients
-  uint32_t dropRound_ = 0;
+  std::vector<Node *> maybeDead_;       // added or lost a reader since the last sweep
   std::vector<TensorType> typeScratch_; // addNode's input types
   uint64_t version_ = 0;
   uint64_t sweptVersion_ = ~uint64_t(0);

@@ -408,6 +408,7 @@ std::vector<std::string> Graph::verify() const {
   uint32_t slots = 0;
   for (size_t at = 0; at < order.size(); ++at) {
     const Node *node = order[at];
+    if (at + kPrefetchAhead < order.size()) __builtin_prefetch(order[at + kPrefetchAhead]); // the node alone
     auto id = static_cast<size_t>(node->id_);
     if (position[id] != kUnchecked) report(node, "is listed twice in the order");
     if (!isAlive(node)) report(node, "is listed in the order although removed");

@@ -237,6 +237,7 @@ constexpr size_t kPrefetchAhead = 8; // nodes
 /// line start, with the input list between), so that its type and clients are fetched without waiting for
 /// the node's pointer to it.
 inline void prefetchNode(const Node *node) {
+  if (!node) return;
   const char *at = reinterpret_cast<const char *>(node);
   __builtin_prefetch(at);
   __builtin_prefetch(at - 64);

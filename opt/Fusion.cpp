@@ -35,16 +35,49 @@ bool isImmediate(const Value *value) {
 /// instruction) or a reduction (the program computes the value it reduces: its prologue).
 class ClusterBuilder {
 public:
-  /// `order` is the graph's topological order, whose positions order each cluster's members.
+  /// `order` is the graph's topological order (every live node), whose positions order each cluster's
+  /// members.
   ClusterBuilder(ir::Graph &graph, std::vector<Node *> order, PlacementReasons *placement)
       : graph_(graph), placement_(placement), order_(std::move(order)), clusterOf_(graph.nodeIdBound(), -1),
-        position_(graph.nodeIdBound(), 0), valueStamp_(graph.valueIdBound(), -1),
-        valueSlot_(graph.valueIdBound(), 0) {
+        position_(graph.nodeIdBound(), 0) {
     for (size_t i = 0; i < order_.size(); ++i)
       position_[static_cast<size_t>(order_[i]->id())] = static_cast<uint32_t>(i);
   }
 
-  bool clustered(const Node *node) const { return clusterOfNode(node) >= 0; }
+  /// One stage: roots clusters at the nodes `isRoot` accepts, consumers first, each taking nodes no cluster
+  /// of this stage took (a copy an earlier stage left alive may join one). Returns {kernels made, ops fused}.
+  template <typename IsRoot>
+  std::pair<size_t, size_t> fuseAll(IsRoot isRoot) {
+    firstCluster_ = nextCluster_;
+    // Values the earlier stages' fused nodes compute may be read by this stage's members.
+    valueStamp_.resize(graph_.valueIdBound(), -1);
+    valueSlot_.resize(graph_.valueIdBound(), 0);
+    size_t kernels = 0, ops = 0;
+    // The order as the earlier stages left it: their fused nodes where their roots were (not fusible again),
+    // null for the nodes they removed.
+    for (size_t at = order_.size(); at-- > 0;) {
+      ir::prefetchBehind(order_, at);
+      Node *node = order_[at];
+      if (!node || !isRoot(node) || clustered(node)) continue;
+      size_t fused = fuse(node);
+      ops += fused;
+      kernels += fused > 0;
+    }
+    settleCopies();
+    return {kernels, ops};
+  }
+
+  /// Removes the nodes the fused nodes replaced and gives the graph its new order: what the fused nodes
+  /// replaced and where they go in the order is known, so neither takes a walk through the graph (a cascade
+  /// of dependent loads on a large one). Removed together, a value many of them read is filtered once.
+  void finish() {
+    order_.erase(std::remove(order_.begin(), order_.end(), nullptr), order_.end());
+    graph_.assumeToposort(std::move(order_), dead_);
+  }
+
+private:
+  /// Whether this stage has taken the node into a cluster.
+  bool clustered(const Node *node) const { return clusterOfNode(node) >= firstCluster_; }
 
   /// Grows the cluster rooted at `root`, then replaces the root by one fused node. Returns the number of ops
   /// fused, the reduction included.
@@ -77,7 +110,7 @@ public:
     Node *fused = build(root);
     // The fused node takes the root's place in the order: it reads what the members read, which comes before
     // them, and its readers are the root's. Nothing outside the cluster reads the members: they die with the
-    // root, unless copies in a prologue keep some alive (decided once every cluster is built).
+    // root, unless copies in a prologue keep some alive (decided once the stage's clusters are built).
     order_[position_[static_cast<size_t>(root->id())]] = fused;
     dead_.push_back(root);
     for (const Member &member : members_) {
@@ -91,11 +124,9 @@ public:
     return members_.size() + (reduction_ ? 1 : 0);
   }
 
-  /// Removes the nodes the fused nodes replaced and gives the graph its new order, without a walk. Removed
-  /// together, a value many of them read is filtered once.
-  void finish() {
-    // A member of a prologue that copies lives on while anything outside the dead reads it. Its readers come
-    // later in the order: deciding the latest first decides every reader before the nodes it reads.
+  /// A member of a prologue that copies lives on while anything outside the dead reads it. Its readers come
+  /// later in the order: deciding the latest first decides every reader before the nodes it reads.
+  void settleCopies() {
     std::sort(copied_.begin(), copied_.end(),
               [](const Member &a, const Member &b) { return a.position > b.position; });
     for (const Member &member : copied_) {
@@ -103,11 +134,9 @@ public:
       if (std::none_of(uses.begin(), uses.end(), [this](const ir::Use &use) { return !dies(use.node); }))
         die(member);
     }
-    order_.erase(std::remove(order_.begin(), order_.end(), nullptr), order_.end());
-    graph_.assumeToposort(std::move(order_), dead_);
+    copied_.clear();
   }
 
-private:
   /// A prologue may recompute this many ops that others also read (cheaper than a round trip through
   /// memory); elsewhere nothing is computed twice.
   static constexpr size_t kMaxPrologueCopies = 8;
@@ -116,9 +145,11 @@ private:
     Node *producer = input->owner();
     if (!producer || !fusible(producer) || clustered(producer)) return;
     if (producer->op().place() != place_ || input->type().shape != shape_) return;
+    // Read outside the cluster: by a graph output or a node that stays (the nodes the pass replaced are
+    // listed as readers until it removes them, at the end).
     bool shared = false;
     for (const ir::Use &use : input->clients())
-      shared = shared || !use.node || clusterOfNode(use.node) != cluster_;
+      shared = shared || !use.node || (clusterOfNode(use.node) != cluster_ && !dies(use.node));
     if (shared && (!reduction_ || copies_ == kMaxPrologueCopies)) return;
     // Absorbing the producer trades its value for its own operands as inputs of the fused node.
     size_t added = 0;
@@ -135,7 +166,8 @@ private:
 
   // Per-value marks of the cluster being grown, by value id, stamped with the cluster's number so that no
   // table is cleared between clusters (most clusters are one or two nodes; clearing would cost the graph).
-  // Every value looked up existed before the pass: a cluster's members never read a fused node's value.
+  // Every value looked up existed before the stage: a cluster's members never read its own stage's fused
+  // values.
   bool isExternal(const Value *value) const {
     size_t id = static_cast<size_t>(value->id());
     return valueStamp_[id] == cluster_ && valueSlot_[id] == kExternal;
@@ -185,13 +217,13 @@ private:
 
   Node *build(Node *root) {
     auto body = std::make_shared<ir::ScalarGraph>();
-    // Sized up front (the inputs are the values marked external), or built in a list kept between clusters
-    // and copied once: growing them would allocate a few times per fused node.
+    // Sized up front (the inputs are the values marked external; an instruction per member, and one per
+    // immediate, rarely more than one): growing them would allocate a few times per fused node.
     std::vector<Value *> inputs;
     inputs.reserve(externalCount_);
     body->inputDtypes.reserve(inputs.capacity());
-    std::vector<ir::ScalarInstr> &instrs = instrs_;
-    instrs.clear();
+    std::vector<ir::ScalarInstr> instrs;
+    instrs.reserve(members_.size() + 1);
     // Each value the program reads gets its operand number in valueSlot_, stamped with a number of its own
     // (the external marks of growing are done with). Operands refer to inputs (0..n-1) and instructions
     // (n+k); inputs are numbered as they are met, so instruction operands are renumbered at the end.
@@ -234,7 +266,7 @@ private:
     for (ir::ScalarInstr &instr : instrs)
       for (uint32_t &operand : instr.operands)
         if (operand & kInstructionBit) operand = numInputs + (operand & ~kInstructionBit);
-    body->body.assign(instrs.begin(), instrs.end());
+    body->body = std::move(instrs);
     ir::OpAttrs attrs = reduction_ ? root->op().attrs() : ir::OpAttrs{};
     if (reduction_) body->reduction = root->op().kind();
     attrs.body = std::move(body);
@@ -252,49 +284,30 @@ private:
   std::vector<Node *> order_;      // the graph's order, becoming the new one: fused nodes in, the dead null
   std::vector<int> clusterOf_;     // by node id
   std::vector<uint32_t> position_; // by node id: where the graph's order lists the node
-  int cluster_ = -1, nextCluster_ = 0;
+  int cluster_ = -1, nextCluster_ = 0, firstCluster_ = 0; // the stage's first cluster
   bool reduction_ = false;
   ir::Place place_ = ir::Place::Host;
   ir::Shape shape_; // of every member's value
   size_t copies_ = 0;
   std::vector<Member> members_;
-  std::vector<ir::ScalarInstr> instrs_; // build's program, reused
-  std::vector<Member> copied_;          // members of prologues that copy, alive or not
-  std::vector<Node *> dead_;            // the clusters' nodes, then the copies nothing reads
+  std::vector<Member> copied_; // the stage's members of prologues that copy, alive or not
+  std::vector<Node *> dead_;   // the clusters' nodes, then the copies nothing reads
   static constexpr uint32_t kExternal = ~0u;
   std::vector<int> valueStamp_;     // by value id: whose mark valueSlot_ holds
   std::vector<uint32_t> valueSlot_; // by value id: kExternal while growing, the operand number in build
   size_t externalCount_ = 0;        // values the fused node would read now
 };
 
-/// Roots clusters at the nodes `isRoot` accepts, consumers first. Returns {kernels made, ops fused}.
-template <typename IsRoot>
-std::pair<size_t, size_t> fuseFrom(ir::Graph &graph, IsRoot isRoot, PlacementReasons *placement) {
-  graph.removeDeadNodes(); // so that the order lists every live node
-  const std::vector<Node *> order = graph.toposort();
-  ClusterBuilder builder(graph, order, placement);
-  size_t kernels = 0, ops = 0;
-  for (size_t at = order.size(); at-- > 0;) {
-    ir::prefetchBehind(order, at);
-    Node *node = order[at];
-    if (!isRoot(node) || builder.clustered(node)) continue;
-    size_t fused = builder.fuse(node);
-    ops += fused;
-    kernels += fused > 0;
-  }
-  // What the fused nodes replaced and where they go in the order is known: neither the removal nor the next
-  // pass's order takes a walk through the graph (a cascade of dependent loads on a large one).
-  builder.finish();
-  return {kernels, ops};
-}
-
 } // namespace
 
 void fuseElementwise(ir::Graph &graph, PassProfile &profile, PlacementReasons *placement) {
+  graph.removeDeadNodes(); // so that the order lists every live node
+  ClusterBuilder builder(graph, graph.toposort(), placement);
   // Reductions first, so that an elementwise value they copy into their prologue is left to its other
   // readers alone, and fuses with them.
-  auto [reductions, reducedOps] = fuseFrom(graph, isPrologueRoot, placement);
-  auto [kernels, ops] = fuseFrom(graph, fusible, placement);
+  auto [reductions, reducedOps] = builder.fuseAll(isPrologueRoot);
+  auto [kernels, ops] = builder.fuseAll(fusible);
+  builder.finish();
   profile.details["kernels"] = static_cast<double>(kernels + reductions);
   profile.details["fused ops"] = static_cast<double>(ops + reducedOps);
   if (kernels) profile.rewrites["fuse elementwise cluster"] = kernels;

@@ -284,7 +284,8 @@ private:
   std::vector<Node *> order_;      // the graph's order, becoming the new one: fused nodes in, the dead null
   std::vector<int> clusterOf_;     // by node id
   std::vector<uint32_t> position_; // by node id: where the graph's order lists the node
-  int cluster_ = -1, nextCluster_ = 0, firstCluster_ = 0; // the stage's first cluster
+  int cluster_ = -1, nextCluster_ = 0;
+  int firstCluster_ = 0; // the stage's first cluster
   bool reduction_ = false;
   ir::Place place_ = ir::Place::Host;
   ir::Shape shape_; // of every member's value

@@ -210,7 +210,7 @@ void Graph::assumeToposort(std::vector<Node *> order, std::span<Node *const> dea
   if (dead.size() <= topoCache_.size()) {
     // Few died: removed by name, without reading the many that live. The sweep's table of listed nodes is
     // left to a walk, should a sweep want it before the order changes.
-    removeNodes(dead);
+    removeKnownDead(dead);
     reachedValid_ = false;
   } else {
     // Most died: the listed are marked by id, and the dead found in a scan of the ids, each read once (to
@@ -298,6 +298,15 @@ void Graph::removeDeadNodes() {
 }
 
 void Graph::removeNodes(std::span<Node *const> nodes) {
+  removeKnownDead(nodes);
+  // What the removed nodes read may have died with them: the next sweep looks there.
+  for (const Node *node : nodes)
+    for (const Value *input : node->inputs())
+      if (input->owner_ && isAlive(input->owner_)) maybeDead_.push_back(input->owner_);
+  ++version_;
+}
+
+void Graph::removeKnownDead(std::span<Node *const> nodes) {
   for (const Node *node : nodes) {
     TG_ASSERT(isAlive(node)) << "node " << node->id_ << " (" << node->op_.name() << ") is removed twice";
     alive_[static_cast<size_t>(node->id_)] = false;

@@ -179,7 +179,7 @@ public:
   void removeDeadNodes();
   /// Drops `nodes`, which the caller knows are dead: no graph output and no node outside them reads them
   /// (asserted in debug builds; verify() reports a live reader of a removed node). Costs the nodes and their
-  /// inputs, without the walk removeDeadNodes may take.
+  /// inputs, without the walk removeDeadNodes may take; nodes only they read are left to the next sweep.
   void removeNodes(std::span<Node *const> nodes);
   /// Changes whenever a node, an input, an output or an edge changes: passes compare it to skip work on an
   /// unchanged graph.
@@ -211,6 +211,8 @@ private:
   void replaceUses(Value *old, Value *replacement);
   void sweepFromChanges();
   void sweepUnreachable();
+  /// removeNodes() for nodes the caller knows are all that died (assumeToposort's `dead`).
+  void removeKnownDead(std::span<Node *const> nodes);
   void dropDead(std::span<Node *const> dead);
 
   Arena arena_;

@@ -185,6 +185,28 @@ TEST(GraphTest, RemoveNodesDropsKnownDeadNodes) {
   graph.removeListener(&listener);
 }
 
+TEST(GraphTest, TheSweepAfterRemoveNodesFindsWhatOnlyTheRemovedRead) {
+  // x -> exp -> neg -> output 0, beside a chain of 40 nodes (output 1) that keeps the change small, so that
+  // the sweep follows the changes instead of walking. Output 0 moves to tanh(x) and neg alone is removed:
+  // exp, read only by neg, is the sweep's to find.
+  Graph graph;
+  Value *x = graph.addInput(f32({Dim::of(3)}), "x");
+  Node *exp = graph.addNode(Op(OpKind::Exp), {x});
+  Node *neg = graph.addNode(Op(OpKind::Neg), {exp->output()});
+  graph.addOutput(neg->output());
+  buildExpChain(graph, x, 40);
+  graph.removeDeadNodes();
+  Node *tanh = graph.addNode(Op(OpKind::Tanh), {x});
+  graph.setOutput(0, tanh->output());
+  graph.removeNodes(std::vector<Node *>{neg});
+  graph.removeDeadNodes();
+  std::vector<Node *> live = graph.nodes();
+  EXPECT_EQ(graph.liveNodeCount(), 41u);
+  EXPECT_EQ(live.size(), 41u);
+  EXPECT_EQ(std::count(live.begin(), live.end(), exp), 0);
+  EXPECT_TRUE(graph.verify().empty());
+}
+
 TEST(GraphTest, ANodeRemovedWhileReadIsRefusedOrReported) {
   Graph graph;
   Value *x = graph.addInput(f32({Dim::of(3)}), "x");

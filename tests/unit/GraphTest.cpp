@@ -163,14 +163,24 @@ TEST(GraphTest, SweepsAfterSmallAndLargeChangesRemoveExactlyTheUnreachable) {
   graph.removeListener(&listener);
 }
 
-TEST(GraphTest, RemoveNodesDropsKnownDeadNodes) {
-  Graph graph;
-  CountingListener listener;
-  graph.addListener(&listener);
+/// x -> exp -> neg -> output 0: nodes 0 and 1.
+struct ExpNeg {
+  Value *x;
+  Node *exp, *neg;
+};
+ExpNeg buildExpNeg(Graph &graph) {
   Value *x = graph.addInput(f32({Dim::of(3)}), "x");
   Node *exp = graph.addNode(Op(OpKind::Exp), {x});
   Node *neg = graph.addNode(Op(OpKind::Neg), {exp->output()});
   graph.addOutput(neg->output());
+  return {x, exp, neg};
+}
+
+TEST(GraphTest, RemoveNodesDropsKnownDeadNodes) {
+  Graph graph;
+  CountingListener listener;
+  graph.addListener(&listener);
+  auto [x, exp, neg] = buildExpNeg(graph);
   Node *tanh = graph.addNode(Op(OpKind::Tanh), {x});
   graph.substitute(neg->output(), tanh->output());
   graph.removeNodes(std::vector<Node *>{neg, exp});
@@ -190,10 +200,7 @@ TEST(GraphTest, TheSweepAfterRemoveNodesFindsWhatOnlyTheRemovedRead) {
   // the sweep follows the changes instead of walking. Output 0 moves to tanh(x) and neg alone is removed:
   // exp, read only by neg, is the sweep's to find.
   Graph graph;
-  Value *x = graph.addInput(f32({Dim::of(3)}), "x");
-  Node *exp = graph.addNode(Op(OpKind::Exp), {x});
-  Node *neg = graph.addNode(Op(OpKind::Neg), {exp->output()});
-  graph.addOutput(neg->output());
+  auto [x, exp, neg] = buildExpNeg(graph);
   buildExpChain(graph, x, 40);
   graph.removeDeadNodes();
   Node *tanh = graph.addNode(Op(OpKind::Tanh), {x});
@@ -209,10 +216,7 @@ TEST(GraphTest, TheSweepAfterRemoveNodesFindsWhatOnlyTheRemovedRead) {
 
 TEST(GraphTest, ANodeRemovedWhileReadIsRefusedOrReported) {
   Graph graph;
-  Value *x = graph.addInput(f32({Dim::of(3)}), "x");
-  Node *exp = graph.addNode(Op(OpKind::Exp), {x});
-  Node *neg = graph.addNode(Op(OpKind::Neg), {exp->output()});
-  graph.addOutput(neg->output());
+  auto [x, exp, neg] = buildExpNeg(graph);
   // `neg` still reads `exp`: a debug build refuses to remove it, a release build leaves it to verify().
 #ifndef NDEBUG
   EXPECT_DEATH(graph.removeNodes(std::vector<Node *>{exp}), "is removed while node 1 reads it");
@@ -227,11 +231,8 @@ TEST(GraphTest, ANodeRemovedWhileReadIsRefusedOrReported) {
 TEST(GraphTest, VerifierChecksTheOrderAPassAsserts) {
   // x -> exp -> neg -> output, and tanh(x), which nothing reads.
   Graph graph;
-  Value *x = graph.addInput(f32({Dim::of(3)}), "x");
-  Node *exp = graph.addNode(Op(OpKind::Exp), {x});
-  Node *neg = graph.addNode(Op(OpKind::Neg), {exp->output()});
+  auto [x, exp, neg] = buildExpNeg(graph);
   Node *tanh = graph.addNode(Op(OpKind::Tanh), {x});
-  graph.addOutput(neg->output());
   auto problemsWith = [&graph](std::vector<Node *> order) {
     graph.assumeToposort(std::move(order), {});
     std::string all;

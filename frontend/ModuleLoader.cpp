@@ -3,31 +3,43 @@
 #include "frontend/Parser.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
+#include <filesystem>
 #include <sstream>
 
 namespace tg::frontend {
 
-namespace {
-
-std::optional<std::string> readFile(const std::string &path, std::string &error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+std::optional<std::string> readSourceFile(const std::string &path, std::string &error) {
+  std::error_code code;
+  if (std::filesystem::is_directory(path, code)) {
+    error = "it is a directory";
+    return std::nullopt;
+  }
+  std::unique_ptr<std::FILE, int (*)(std::FILE *)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!file) {
     error = std::strerror(errno);
     return std::nullopt;
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    error = "read error";
+  // Read in chunks up to the limit, so that a stream that never ends (a device, a pipe) is refused rather
+  // than read until memory runs out.
+  std::string text;
+  char buffer[1 << 16];
+  size_t got;
+  while ((got = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) {
+    if (text.size() + got > kMaxSourceBytes) {
+      error = "it is larger than " + std::to_string(kMaxSourceBytes >> 20) + " MiB, the limit for a script";
+      return std::nullopt;
+    }
+    text.append(buffer, got);
+  }
+  if (std::ferror(file.get())) {
+    error = std::strerror(errno);
     return std::nullopt;
   }
-  return text.str();
+  return text;
 }
-
-} // namespace
 
 std::string folderOf(const std::string &path) {
   size_t slash = path.rfind('/');
@@ -57,11 +69,11 @@ const Module *ModuleLoader::parse(const std::string &displayName, std::string te
   return modules_.back().get();
 }
 
-const Module *ModuleLoader::loadScript(const std::string &path) {
+const Module *ModuleLoader::loadScript(const std::string &path, const SourceLoc &importLoc) {
   std::string error;
-  std::optional<std::string> text = readFile(path, error);
+  std::optional<std::string> text = readSourceFile(path, error);
   if (!text) {
-    diags_.error({}, "cannot read '" + path + "': " + error);
+    diags_.error(importLoc, "cannot read '" + path + "': " + error);
     return nullptr;
   }
   return parse(path, std::move(*text));
@@ -78,9 +90,9 @@ const Module *ModuleLoader::loadModule(const std::string &name, const std::strin
   for (const std::string &folder : folders) {
     std::string path = folder + "/" + name + ".tg";
     if (auto cached = byName_.find(path); cached != byName_.end()) return cached->second;
-    std::ifstream probe(path);
-    if (!probe) continue;
-    const Module *module = loadScript(path);
+    std::error_code code;
+    if (!std::filesystem::exists(path, code)) continue;
+    const Module *module = loadScript(path, loc);
     byName_[path] = module;
     return module;
   }

@@ -18,8 +18,9 @@ public:
   /// `searchPath` lists folders to look in after the script's own folder (usually from $TGC_PATH).
   ModuleLoader(DiagnosticEngine &diags, std::vector<std::string> searchPath);
 
-  /// Reads and parses a script; nullptr (with diagnostics) when it cannot be read or parsed.
-  const Module *loadScript(const std::string &path);
+  /// Reads and parses a script; nullptr (with diagnostics, at `importLoc` for an imported module) when it
+  /// cannot be read or parsed.
+  const Module *loadScript(const std::string &path, const SourceLoc &importLoc = {});
   /// Reads and parses source text held in memory (the REPL, tests) under a display name.
   const Module *loadSource(const std::string &displayName, std::string text);
   /// Finds and parses module `name` imported at `loc` from a file in `importerFolder`; nullptr with a
@@ -40,6 +41,14 @@ private:
 
 /// The standard library's modules, compiled into the binary: module name -> source text.
 const std::map<std::string, std::string> &embeddedStdlib();
+
+/// Scripts and modules larger than this are refused (a stream that never ends, such as a device, would
+/// otherwise be read until memory runs out).
+constexpr size_t kMaxSourceBytes = size_t(256) << 20;
+
+/// The text of a source file; nullopt with `error` saying why when it cannot be read (missing, a directory,
+/// unreadable, larger than kMaxSourceBytes).
+std::optional<std::string> readSourceFile(const std::string &path, std::string &error);
 
 /// The folder part of a path ("." when it has none).
 std::string folderOf(const std::string &path);

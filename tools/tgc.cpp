@@ -22,10 +22,12 @@
 #include "tools/Stages.h"
 
 #include <cctype>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -112,11 +114,30 @@ struct Options {
   opt::OptimizerOptions optimizer;
 };
 
-std::pair<std::string, std::string> splitAssignment(const std::string &option, const std::string &value) {
+/// Appends `--in NAME=FILE` (or --out) to `assignments`; each name may be given once.
+void addAssignment(std::vector<std::pair<std::string, std::string>> &assignments, const std::string &option,
+                   const std::string &value) {
   size_t equals = value.find('=');
   if (equals == std::string::npos || equals == 0 || equals + 1 == value.size())
     throw UsageError{option + " expects NAME=FILE.npy, got '" + value + "'"};
-  return {value.substr(0, equals), value.substr(equals + 1)};
+  std::string name = value.substr(0, equals);
+  for (const auto &[given, file] : assignments)
+    if (given == name)
+      throw UsageError{option + " " + name + " is given twice ('" + file + "' and '" +
+                       value.substr(equals + 1) + "')"};
+  assignments.emplace_back(name, value.substr(equals + 1));
+}
+
+/// The value of --steps or --print-every: a non-negative integer that fits in a long.
+long parseCount(const std::string &option, const std::string &text) {
+  long count = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), count);
+  if (error == std::errc::result_out_of_range)
+    throw UsageError{option + " " + text + " is too large (at most " +
+                     std::to_string(std::numeric_limits<long>::max()) + ")"};
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() || count < 0)
+    throw UsageError{option + " expects a non-negative integer, got '" + text + "'"};
+  return count;
 }
 
 Options parseOptions(int argc, char **argv) {
@@ -139,16 +160,11 @@ Options parseOptions(int argc, char **argv) {
     bool forRun = options.command == "run", forCompile = options.command == "compile",
          forRepl = options.command == "repl";
     if (arg == "--in" && forRun) {
-      options.inputs.push_back(splitAssignment(arg, value()));
+      addAssignment(options.inputs, arg, value());
     } else if (arg == "--out" && forRun) {
-      options.outputs.push_back(splitAssignment(arg, value()));
+      addAssignment(options.outputs, arg, value());
     } else if ((arg == "--steps" || arg == "--print-every") && forRun) {
-      std::string text = value();
-      char *end = nullptr;
-      long count = std::strtol(text.c_str(), &end, 10);
-      if (text.empty() || *end || count < 0)
-        throw UsageError{arg + " expects a non-negative integer, got '" + text + "'"};
-      (arg == "--steps" ? options.steps : options.printEvery) = count;
+      (arg == "--steps" ? options.steps : options.printEvery) = parseCount(arg, value());
     } else if (arg == "--device" && (forRun || forCompile || forRepl)) {
       options.device = value();
       if (options.device != "auto" && options.device != "cpu" && options.device != "sim" &&
@@ -277,10 +293,8 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
   placed.optimizer.device = device != nullptr;
   optimizeProgram(*program, placed);
   std::map<std::string, runtime::Tensor> inputs;
-  for (const auto &[name, path] : options.inputs) {
-    if (inputs.count(name)) throw ir::UserError("input '" + name + "' is given twice");
+  for (const auto &[name, path] : options.inputs)
     inputs[name] = runtime::Tensor::fromData(ir::loadNpy(path));
-  }
   for (const auto &[name, path] : options.outputs) {
     bool known = false;
     for (const auto &output : program->outputs)
@@ -339,16 +353,14 @@ int repl(const Options &options, bool terminal) {
 
 int main(int argc, char **argv) {
   std::ios::sync_with_stdio(false);
-  if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
-    std::cout << kUsage;
-    return 0;
-  }
-  if (argc == 2 && std::string(argv[1]) == "--version") {
-    std::cout << "tgc " << kVersion << "\n";
-    return 0;
-  }
   frontend::DiagnosticEngine diags(std::cerr);
   try {
+    std::string first = argc > 1 ? argv[1] : "";
+    if (first == "--help" || first == "-h" || first == "--version") {
+      if (argc > 2) throw UsageError{"'" + first + "' takes no arguments, got '" + argv[2] + "'"};
+      std::cout << (first == "--version" ? std::string("tgc ") + kVersion + "\n" : kUsage);
+      return 0;
+    }
     // No arguments on a terminal: the REPL.
     if (argc == 1 && isatty(STDIN_FILENO) && isatty(STDOUT_FILENO)) return repl({}, true);
     Options options = parseOptions(argc, argv);

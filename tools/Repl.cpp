@@ -10,14 +10,17 @@
 #include "tools/Stages.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
+#include <deque>
 #include <editline/readline.h>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <regex>
+#include <set>
 #include <sstream>
+#include <string_view>
 
 namespace tg::tools {
 
@@ -46,26 +49,38 @@ Commands (EXPR is any expression):
   :quit [CODE]      leave (exit code CODE, default 0)
 )";
 
-/// Whether `text` is a whole statement: every bracket closed (outside strings and comments).
-bool isComplete(const std::string &text) {
-  int depth = 0;
-  bool inString = false, inComment = false;
-  for (char c : text) {
-    if (inComment) {
-      inComment = c != '\n';
-    } else if (inString) {
-      inString = c != '"';
+/// Adds to `open` the brackets that `line` opens and removes those it closes, outside strings and comments
+/// (both end with their line, as in the grammar). Offsets in `open` count from `lineStart`'s text start.
+void scanBrackets(std::string_view line, size_t lineStart, std::vector<size_t> &open) {
+  bool inString = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (inString) {
+      if (c == '\\')
+        ++i; // an escaped character
+      else
+        inString = c != '"';
     } else if (c == '#') {
-      inComment = true;
+      return;
     } else if (c == '"') {
       inString = true;
     } else if (c == '(' || c == '[' || c == '{') {
-      ++depth;
-    } else if (c == ')' || c == ']' || c == '}') {
-      --depth;
+      open.push_back(lineStart + i);
+    } else if ((c == ')' || c == ']' || c == '}') && !open.empty()) {
+      open.pop_back();
     }
   }
-  return depth <= 0 && !inString;
+}
+
+/// The offsets of the brackets `text` leaves open, outermost first.
+std::vector<size_t> openBrackets(std::string_view text) {
+  std::vector<size_t> open;
+  for (size_t begin = 0; begin <= text.size();) {
+    size_t end = std::min(text.find('\n', begin), text.size());
+    scanBrackets(text.substr(begin, end - begin), begin, open);
+    begin = end + 1;
+  }
+  return open;
 }
 
 /// The first word of `text` (letters, digits, underscores, or a leading ':'), and the rest trimmed.
@@ -82,6 +97,15 @@ std::pair<std::string, std::string> splitWord(const std::string &text) {
   return {text.substr(begin, end - begin), tail};
 }
 
+/// Whether `line` starts a statement of its own (a keyword of the grammar's statements, or a command): inside
+/// '(' or '[' such a line ends the input left open, as a statement keyword does in a script.
+bool startsStatement(const std::string &line) {
+  static const std::set<std::string> kKeywords{"import", "def",    "input",  "param",
+                                               "let",    "output", "update", "return"};
+  std::string word = splitWord(line).first;
+  return kKeywords.count(word) || (!word.empty() && word[0] == ':');
+}
+
 size_t countLines(const std::string &text) {
   return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
 }
@@ -93,6 +117,87 @@ std::string typeOf(const runtime::Tensor &tensor) {
     shape.push_back(ir::Dim::of(size));
   return ir::TensorType{tensor.dtype(), shape, ir::Place::Host}.str();
 }
+
+/// Where a session's lines come from: a terminal (editline: prompts, history) or a stream (a pipe, a script
+/// given to :load).
+class LineSource {
+public:
+  LineSource(std::istream &in, const ReplOptions *terminal) : in_(in), terminal_(terminal) {}
+
+  /// The next line, or nothing at the end of the input; on a terminal, `continuation` picks the prompt.
+  std::optional<std::string> read(bool continuation) {
+    if (!terminal_) {
+      std::string line;
+      if (!std::getline(in_, line)) return std::nullopt;
+      return line;
+    }
+    char *read = readline(continuation ? "... " : "tg> ");
+    if (!read) return std::nullopt;
+    std::string line = read;
+    std::free(read);
+    return line;
+  }
+
+  /// Adds a whole input to the terminal's history (and its file).
+  void remember(const std::string &input) {
+    if (!terminal_ || input.find_first_not_of(" \t") == std::string::npos) return;
+    add_history(input.c_str());
+    if (!terminal_->historyFile.empty()) write_history(terminal_->historyFile.c_str());
+  }
+
+private:
+  std::istream &in_;
+  const ReplOptions *terminal_;
+};
+
+/// Groups lines into inputs: one line, or several while a bracket is open. An input that never closes (the
+/// lines end first, or a line inside '(' or '[' starts a statement of its own) is its first line alone, which
+/// gets its error; the lines after it are read again as new inputs. So one bad line never swallows the next.
+class InputAssembler {
+public:
+  explicit InputAssembler(LineSource &source) : source_(source) {}
+
+  /// The next input, or nothing at the end of the lines.
+  std::optional<std::string> next() {
+    if (lines_.empty() && !fetch(false)) return std::nullopt;
+    std::string text = lines_[0];
+    std::vector<size_t> open;
+    scanBrackets(text, 0, open);
+    size_t used = 1;
+    while (!open.empty()) {
+      if (used == lines_.size() && !fetch(true)) break;
+      const std::string &line = lines_[used];
+      if (text[open.back()] != '{' && startsStatement(line)) break;
+      text += '\n';
+      scanBrackets(line, text.size(), open);
+      text += line;
+      ++used;
+    }
+    if (!open.empty()) {
+      text = lines_[0];
+      used = 1;
+    }
+    lines_.erase(lines_.begin(), lines_.begin() + static_cast<std::ptrdiff_t>(used));
+    firstLine_ = nextLine_;
+    nextLine_ += static_cast<int>(used);
+    source_.remember(text);
+    return text;
+  }
+
+  /// The number of the last input's first line (from 1).
+  int firstLine() const { return firstLine_; }
+
+private:
+  bool fetch(bool continuation) {
+    std::optional<std::string> line = source_.read(continuation);
+    if (line) lines_.push_back(std::move(*line));
+    return line.has_value();
+  }
+
+  LineSource &source_;
+  std::deque<std::string> lines_;
+  int firstLine_ = 0, nextLine_ = 1;
+};
 
 class Repl {
 public:
@@ -112,6 +217,7 @@ public:
     size_t first = input.find_first_not_of(" \t\r\n");
     if (first == std::string::npos || input[first] == '#') return true; // blank, or a comment
     try {
+      if (std::vector<size_t> open = openBrackets(input); !open.empty()) unclosed(input, open.front());
       if (!word.empty() && word[0] == ':') return command(word, rest);
       statement(word, input);
     } catch (const ir::UserError &error) {
@@ -123,6 +229,28 @@ public:
   int exitCode() const { return exitCode_; }
 
 private:
+  /// Reports the bracket at `offset` of `input` as never closed (the input ended, or another began).
+  [[noreturn]] void unclosed(const std::string &input, size_t offset) {
+    static const auto file = std::make_shared<const std::string>(kSource);
+    lastSource_ = input;
+    lastOffset_ = 0;
+    ir::SourceLoc loc{file, 1, 1};
+    for (size_t i = 0; i < offset; ++i) {
+      if (input[i] == '\n') {
+        ++loc.line;
+        loc.column = 1;
+      } else if ((static_cast<unsigned char>(input[i]) & 0xC0) != 0x80) {
+        ++loc.column;
+      }
+    }
+    throw ir::UserError("'" + std::string(1, input[offset]) + "' is never closed", loc);
+  }
+
+  /// Refuses the words after a command that takes none.
+  static void noArguments(const std::string &word, const std::string &rest) {
+    if (!rest.empty()) throw ir::UserError("'" + word + "' takes no arguments, got '" + rest + "'");
+  }
+
   /// What the session keeps: the source of an import or a def, or one let's value, which later statements
   /// read as an input of that name and type (so they compile to kernels, not to folded constants).
   struct Entry {
@@ -267,7 +395,7 @@ private:
       forget(bound[i]);
       entries_.push_back(
           {Entry::Value, bound[i], "input " + bound[i] + " : " + typeOf(values[i]) + "\n", values[i]});
-      if (!loading_) printValue(bound[i], values[i]);
+      if (loading_.empty()) printValue(bound[i], values[i]);
     }
   }
 
@@ -296,12 +424,19 @@ private:
 
   bool command(const std::string &word, const std::string &rest) {
     if (word == ":quit" || word == ":q") {
-      exitCode_ = rest.empty() ? 0 : std::atoi(rest.c_str());
+      int code = 0;
+      auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), code);
+      if (!rest.empty() &&
+          (error != std::errc() || end != rest.data() + rest.size() || code < 0 || code > 255))
+        throw ir::UserError("'" + word + "' expects an exit code from 0 to 255, got '" + rest + "'");
+      exitCode_ = code;
       return false;
     }
     if (word == ":help") {
+      noArguments(word, rest);
       out_ << kHelp;
     } else if (word == ":reset") {
+      noArguments(word, rest);
       entries_.clear();
       out_ << "forgot every import, def and let\n";
     } else if (word == ":device") {
@@ -312,7 +447,8 @@ private:
       device_ = std::move(device);
       out_ << "device " << (device_ ? device_->describe() : "cpu") << " (" << why << ")\n";
     } else if (word == ":load") {
-      load(rest);
+      if (rest.empty()) throw ir::UserError("':load' expects a script: :load FILE.tg");
+      return load(rest);
     } else if (word == ":save") {
       save(rest);
     } else if (word == ":type") {
@@ -367,39 +503,38 @@ private:
     out_ << line;
   }
 
-  void load(const std::string &path) {
-    std::ifstream file(path);
-    if (!file) throw ir::UserError(":load: cannot open '" + path + "'");
-    std::string line, pending;
-    int lineNumber = 0, firstLine = 0;
-    while (std::getline(file, line)) {
-      ++lineNumber;
-      if (pending.empty()) {
-        std::string word = splitWord(line).first;
-        if (word.empty() || line.find_first_not_of(" \t") == line.find('#')) continue;
-        firstLine = lineNumber;
-      }
-      pending += line + "\n";
-      if (!isComplete(pending)) continue;
-      std::string statement = pending;
-      pending.clear();
-      std::string word = splitWord(statement).first;
-      if (word == "input" || word == "param" || word == "update") {
-        err_ << path << ":" << firstLine << ": note: skipped '" << word << "': not available in the REPL\n";
-        continue;
-      }
-      statement.pop_back();
-      loading_ = true; // a script's lets are kept quietly; its outputs print
-      handle(statement);
-      loading_ = false;
+  /// Runs a script's statements; false when one of them ends the session (:quit).
+  bool load(const std::string &path) {
+    std::string error;
+    std::optional<std::string> text = frontend::readSourceFile(path, error);
+    if (!text) throw ir::UserError(":load: cannot read '" + path + "': " + error);
+    if (std::count(loading_.begin(), loading_.end(), path))
+      throw ir::UserError(":load: '" + path + "' is already being loaded (it loads itself)");
+    std::istringstream lines(*text);
+    LineSource source(lines, nullptr);
+    InputAssembler inputs(source);
+    loading_.push_back(path); // a script's lets are kept quietly; its outputs print
+    bool goOn = true;
+    while (goOn) {
+      std::optional<std::string> input = inputs.next();
+      if (!input) break;
+      std::string word = splitWord(*input).first;
+      if (word == "input" || word == "param" || word == "update")
+        err_ << path << ":" << inputs.firstLine() << ": note: skipped '" << word
+             << "': not available in the REPL\n";
+      else
+        goOn = handle(*input);
     }
+    loading_.pop_back();
+    return goOn;
   }
 
   void save(const std::string &arguments) {
-    std::string file, name;
+    std::string file, name, extra;
     std::istringstream words(arguments);
-    words >> file >> name;
-    if (file.empty() || name.empty()) throw ir::UserError(":save expects FILE.npy NAME");
+    words >> file >> name >> extra;
+    if (file.empty() || name.empty() || !extra.empty())
+      throw ir::UserError("':save' expects a file and a let's name: :save FILE.npy NAME");
     for (const Entry &entry : entries_)
       if (entry.kind == Entry::Value && entry.name == name) {
         ir::saveNpy(file, entry.value.toData());
@@ -417,31 +552,8 @@ private:
   std::string lastSource_;
   int lastOffset_ = 0;
   int exitCode_ = 0;
-  bool loading_ = false;
+  std::vector<std::string> loading_; // the scripts being loaded, outermost first
 };
-
-/// The next complete input: one line, or several while brackets are open. nullopt at the end of the input.
-std::optional<std::string> readInput(const ReplOptions &options, std::istream &in) {
-  std::string text;
-  while (true) {
-    std::string line;
-    if (options.interactive) {
-      char *read = readline(text.empty() ? "tg> " : "... ");
-      if (!read) return text.empty() ? std::nullopt : std::optional<std::string>(text);
-      line = read;
-      std::free(read);
-    } else if (!std::getline(in, line)) {
-      return text.empty() ? std::nullopt : std::optional<std::string>(text);
-    }
-    text += (text.empty() ? "" : "\n") + line;
-    if (isComplete(text)) break;
-  }
-  if (options.interactive && text.find_first_not_of(" \t") != std::string::npos) {
-    add_history(text.c_str());
-    if (!options.historyFile.empty()) write_history(options.historyFile.c_str());
-  }
-  return text;
-}
 
 } // namespace
 
@@ -459,7 +571,9 @@ int runRepl(const ReplOptions &options, std::istream &in, std::ostream &out, std
         << std::endl;
   }
   Repl repl(options, out, err);
-  while (std::optional<std::string> input = readInput(options, in)) {
+  LineSource source(in, options.interactive ? &options : nullptr);
+  InputAssembler inputs(source);
+  while (std::optional<std::string> input = inputs.next()) {
     if (!repl.handle(*input)) break;
     out.flush();
   }

@@ -10,8 +10,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
+#include <optional>
 #include <string_view>
+#include <sys/stat.h>
 
 namespace tg::ir {
 namespace {
@@ -19,6 +22,9 @@ namespace {
 static_assert(std::endian::native == std::endian::little, "TensorData bytes are assumed little-endian");
 
 constexpr std::string_view kMagic = "\x93NUMPY";
+// Longer headers are refused before they are read. NumPy's own default limit is 10,000 bytes; tgc accepts
+// more so that the version 2.0 files it writes for very high ranks read back.
+constexpr size_t kMaxHeaderBytes = size_t(1) << 20;
 constexpr size_t kAlign = 64;
 // np.save leaves room for the first dimension to grow to this many digits when the header is rewritten in
 // place.
@@ -113,27 +119,39 @@ private:
     fail("malformed header: 'fortran_order' must be True or False");
   }
 
+  /// A Python tuple of non-negative integers: `()`, `(3,)`, `(2, 3)`, `(2, 3,)`; `(3)` is an integer.
   std::vector<int64_t> parseShape() {
     if (!accept('(')) fail("malformed header: 'shape' must be a tuple");
     std::vector<int64_t> shape;
+    skipSpace();
+    if (accept(')')) return shape;
     for (;;) {
+      shape.push_back(parseDimension());
       skipSpace();
-      if (accept(')')) return shape;
-      if (peek() == '-') fail("shape has a negative dimension");
-      if (peek() < '0' || peek() > '9')
-        fail("malformed header: expected a dimension at offset " + std::to_string(pos_));
-      int64_t dim = 0;
-      while (peek() >= '0' && peek() <= '9') {
-        if (__builtin_mul_overflow(dim, 10, &dim) || __builtin_add_overflow(dim, peek() - '0', &dim))
-          fail("shape has a dimension too large");
-        ++pos_;
+      if (accept(',')) {
+        skipSpace();
+        if (accept(')')) return shape;
+        continue;
       }
-      shape.push_back(dim);
-      skipSpace();
-      if (accept(',')) continue;
+      if (shape.size() == 1 && peek() == ')')
+        fail("malformed header: 'shape' must be a tuple; a one-element tuple is written (" +
+             std::to_string(shape[0]) + ",)");
       expect(')');
       return shape;
     }
+  }
+
+  int64_t parseDimension() {
+    if (peek() == '-') fail("shape has a negative dimension");
+    if (peek() < '0' || peek() > '9')
+      fail("malformed header: expected a dimension at offset " + std::to_string(pos_));
+    int64_t dim = 0;
+    while (peek() >= '0' && peek() <= '9') {
+      if (__builtin_mul_overflow(dim, 10, &dim) || __builtin_add_overflow(dim, peek() - '0', &dim))
+        fail("shape has a dimension too large");
+      ++pos_;
+    }
+    return dim;
   }
 
   std::string_view text_;
@@ -176,13 +194,6 @@ const char *descrOf(DType dtype) {
   return "";
 }
 
-uint32_t readLittleEndian(const std::string &bytes, size_t offset, size_t width) {
-  uint32_t value = 0;
-  for (size_t i = 0; i < width; ++i)
-    value |= static_cast<uint32_t>(static_cast<uint8_t>(bytes[offset + i])) << (8 * i);
-  return value;
-}
-
 /// Copies Fortran-ordered elements into C order: element (i0, ..., ik) sits at sum(i_j * prod(shape[:j])) in
 /// `in`.
 void fortranToC(const uint8_t *in, uint8_t *out, const std::vector<int64_t> &shape, size_t elementSize,
@@ -205,43 +216,127 @@ void fortranToC(const uint8_t *in, uint8_t *out, const std::vector<int64_t> &sha
 
 } // namespace
 
-TensorData parseNpy(const std::string &bytes, const std::string &nameForErrors) {
-  auto fail = [&](const std::string &problem) -> UserError {
-    return UserError(nameForErrors + ": " + problem);
-  };
-  if (bytes.compare(0, kMagic.size(), kMagic) != 0) throw fail("not a .npy file (bad magic string)");
-  if (bytes.size() < kMagic.size() + 2) throw fail("file is truncated: no format version");
-  int major = static_cast<uint8_t>(bytes[6]), minor = static_cast<uint8_t>(bytes[7]);
+namespace {
+
+/// Where an .npy file's bytes come from: memory, or a file read only as far as its header says.
+class ByteSource {
+public:
+  virtual ~ByteSource() = default;
+  /// Reads up to `size` bytes to `into`; fewer only at the end of the bytes.
+  virtual size_t read(uint8_t *into, size_t size) = 0;
+  /// How many bytes are left, when that is known without reading them (memory, a regular file).
+  virtual std::optional<uint64_t> remaining() const = 0;
+};
+
+class MemorySource : public ByteSource {
+public:
+  explicit MemorySource(std::string_view bytes) : bytes_(bytes) {}
+  size_t read(uint8_t *into, size_t size) override {
+    size = std::min(size, bytes_.size());
+    std::memcpy(into, bytes_.data(), size);
+    bytes_.remove_prefix(size);
+    return size;
+  }
+  std::optional<uint64_t> remaining() const override { return bytes_.size(); }
+
+private:
+  std::string_view bytes_;
+};
+
+class FileSource : public ByteSource {
+public:
+  FileSource(std::FILE *file, const std::string &path) : file_(file), path_(path) {
+    struct stat status;
+    if (fstat(fileno(file), &status) == 0 && S_ISREG(status.st_mode))
+      size_ = static_cast<uint64_t>(status.st_size);
+  }
+  size_t read(uint8_t *into, size_t size) override {
+    size_t got = std::fread(into, 1, size, file_);
+    if (got < size && std::ferror(file_))
+      throw UserError("cannot read '" + path_ + "': " + std::strerror(errno));
+    offset_ += got;
+    return got;
+  }
+  std::optional<uint64_t> remaining() const override {
+    if (!size_) return std::nullopt;
+    return *size_ > offset_ ? *size_ - offset_ : 0;
+  }
+
+private:
+  std::FILE *file_;
+  const std::string &path_;
+  std::optional<uint64_t> size_;
+  uint64_t offset_ = 0;
+};
+
+/// Reads an .npy file from `source`: the fixed part first, then the header it announces, then exactly the
+/// data the header declares (bytes after it are not read, as NumPy ignores them). Data of unknown length (a
+/// pipe) is read in chunks, so memory grows only as it arrives.
+TensorData readNpy(ByteSource &source, const std::string &name) {
+  auto fail = [&](const std::string &problem) -> UserError { return UserError(name + ": " + problem); };
+  uint8_t fixed[12];
+  size_t got = source.read(fixed, kMagic.size());
+  if (got < kMagic.size() || std::memcmp(fixed, kMagic.data(), kMagic.size()) != 0)
+    throw fail("not a .npy file (bad magic string)");
+  if (source.read(fixed + 6, 2) < 2) throw fail("file is truncated: no format version");
+  int major = fixed[6], minor = fixed[7];
   if (major < 1 || major > 3 || minor != 0)
     throw fail("unsupported .npy format version " + std::to_string(major) + "." + std::to_string(minor));
   size_t lengthWidth = major == 1 ? 2 : 4;
-  size_t headerStart = kMagic.size() + 2 + lengthWidth;
-  if (bytes.size() < headerStart) throw fail("file is truncated: no header length");
-  size_t headerLength = readLittleEndian(bytes, kMagic.size() + 2, lengthWidth);
-  if (bytes.size() - headerStart < headerLength)
+  if (source.read(fixed + 8, lengthWidth) < lengthWidth) throw fail("file is truncated: no header length");
+  size_t headerLength = 0;
+  for (size_t i = 0; i < lengthWidth; ++i)
+    headerLength |= size_t(fixed[8 + i]) << (8 * i);
+  if (headerLength > kMaxHeaderBytes)
+    throw fail("header of " + std::to_string(headerLength) + " bytes is longer than the limit of " +
+               std::to_string(kMaxHeaderBytes));
+  std::string headerText(headerLength, '\0');
+  got = source.read(reinterpret_cast<uint8_t *>(headerText.data()), headerLength);
+  if (got < headerLength)
     throw fail("file is truncated: expected a header of " + std::to_string(headerLength) + " bytes, found " +
-               std::to_string(bytes.size() - headerStart));
-  Header header =
-      HeaderParser(std::string_view(bytes).substr(headerStart, headerLength), nameForErrors).parse();
-  StoredType stored = parseDescr(header.descr, nameForErrors);
+               std::to_string(got));
+  Header header = HeaderParser(headerText, name).parse();
+  StoredType stored = parseDescr(header.descr, name);
 
+  // As NumPy: the element size times the product of the non-zero dimensions must fit in 63 bits, even when
+  // some dimension is zero.
   size_t elementSize = dtypeSize(stored.dtype);
-  int64_t count = 1, dataSize = 0;
-  for (int64_t dim : header.shape)
-    if (__builtin_mul_overflow(count, dim, &count)) throw fail("shape is too large");
-  if (__builtin_mul_overflow(count, static_cast<int64_t>(elementSize), &dataSize))
-    throw fail("shape is too large");
-  size_t dataStart = headerStart + headerLength;
-  if (static_cast<uint64_t>(dataSize) > bytes.size() - dataStart)
+  int64_t count = 1, nonZero = static_cast<int64_t>(elementSize);
+  for (int64_t dim : header.shape) {
+    if (dim != 0 && __builtin_mul_overflow(nonZero, dim, &nonZero)) throw fail("shape is too large");
+    count *= dim; // at most nonZero: no overflow
+  }
+  uint64_t dataSize = static_cast<uint64_t>(count) * elementSize;
+  if (std::optional<uint64_t> left = source.remaining(); left && *left < dataSize)
     throw fail("file is truncated: expected " + std::to_string(dataSize) + " bytes of data, found " +
-               std::to_string(bytes.size() - dataStart));
+               std::to_string(*left));
 
-  TensorData result(stored.dtype, header.shape);
-  const auto *data = reinterpret_cast<const uint8_t *>(bytes.data()) + dataStart;
-  if (header.fortranOrder)
-    fortranToC(data, result.bytes.data(), header.shape, elementSize, count);
-  else if (dataSize > 0)
-    std::memcpy(result.bytes.data(), data, static_cast<size_t>(dataSize));
+  std::vector<uint8_t> data;
+  try {
+    constexpr size_t kChunk = size_t(1) << 24;
+    data.reserve(source.remaining() ? dataSize : std::min<uint64_t>(dataSize, kChunk));
+    while (data.size() < dataSize) {
+      size_t want = static_cast<size_t>(std::min<uint64_t>(dataSize - data.size(), kChunk));
+      size_t before = data.size();
+      data.resize(before + want);
+      got = source.read(data.data() + before, want);
+      if (got < want)
+        throw fail("file is truncated: expected " + std::to_string(dataSize) + " bytes of data, found " +
+                   std::to_string(before + got));
+    }
+  } catch (const std::bad_alloc &) {
+    throw fail("the array's " + std::to_string(dataSize) + " bytes do not fit in memory");
+  }
+
+  TensorData result;
+  result.dtype = stored.dtype;
+  result.shape = header.shape;
+  if (header.fortranOrder) {
+    result.bytes.resize(data.size());
+    fortranToC(data.data(), result.bytes.data(), header.shape, elementSize, count);
+  } else {
+    result.bytes = std::move(data);
+  }
   if (stored.byteSwapped)
     for (size_t i = 0; i < result.bytes.size(); i += elementSize)
       std::reverse(result.bytes.begin() + i, result.bytes.begin() + i + elementSize);
@@ -251,16 +346,21 @@ TensorData parseNpy(const std::string &bytes, const std::string &nameForErrors) 
   return result;
 }
 
+} // namespace
+
+TensorData parseNpy(std::string_view bytes, const std::string &nameForErrors) {
+  MemorySource source(bytes);
+  return readNpy(source, nameForErrors);
+}
+
 TensorData loadNpy(const std::string &path) {
+  std::error_code code;
+  if (std::filesystem::is_directory(path, code))
+    throw UserError("cannot read '" + path + "': it is a directory");
   std::unique_ptr<std::FILE, int (*)(std::FILE *)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!file) throw UserError("cannot open '" + path + "': " + std::strerror(errno));
-  std::string bytes;
-  char buffer[1 << 16];
-  size_t got;
-  while ((got = std::fread(buffer, 1, sizeof buffer, file.get())) > 0)
-    bytes.append(buffer, got);
-  if (std::ferror(file.get())) throw UserError("cannot read '" + path + "': " + std::strerror(errno));
-  return parseNpy(bytes, path);
+  FileSource source(file.get(), path);
+  return readNpy(source, path);
 }
 
 std::string formatNpy(const TensorData &data) {

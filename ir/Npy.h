@@ -1,14 +1,17 @@
 // NumPy's .npy file format: `load("x.npy")` constants, `tgc run --in X=FILE.npy` inputs and `--out` results.
 //
 // Reading accepts format versions 1.0, 2.0 and 3.0, the dtypes '<f4' '<f8' '<i4' '<i8' and '|b1' (big-endian
-// '>f4' etc. are byte-swapped; '=' means native), C or Fortran order (converted to C order). Bytes after the
-// data are ignored, as NumPy does. Every malformed, truncated or unsupported file is a UserError that names
-// the file.
+// '>f4' etc. are byte-swapped; '=' means native), C or Fortran order (converted to C order). A file is read
+// as far as its header declares: bytes after the data are neither read nor checked, as NumPy ignores them, so
+// reading a stream stops there. Every malformed, truncated, oversized or unsupported file is a UserError that
+// names the file; a shape NumPy could not allocate (the element size times its non-zero dimensions above
+// 2**63 - 1) is refused as NumPy refuses it.
 #pragma once
 
 #include "ir/TensorData.h"
 
 #include <string>
+#include <string_view>
 
 namespace tg::ir {
 
@@ -17,7 +20,7 @@ namespace tg::ir {
 TensorData loadNpy(const std::string &path);
 
 /// Parses the bytes of a .npy file; `nameForErrors` starts every error message.
-TensorData parseNpy(const std::string &bytes, const std::string &nameForErrors);
+TensorData parseNpy(std::string_view bytes, const std::string &nameForErrors);
 
 /// The bytes np.save writes for `data`: version 1.0 (2.0 when the header needs it), little-endian, C order,
 /// the data aligned to 64 bytes.

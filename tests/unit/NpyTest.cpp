@@ -177,6 +177,64 @@ TEST(NpyTest, ReportsEveryProblem) {
             "x.npy: unsupported dtype: structured arrays are not supported");
 }
 
+TEST(NpyTest, RefusesWhatNumpyRefuses) {
+  // "(3)" is Python's integer 3, not a one-element tuple.
+  EXPECT_EQ(
+      parseError(npyFile("{'descr': '<f4', 'fortran_order': False, 'shape': (3)}", std::string(12, 'a'))),
+      "x.npy: malformed header: 'shape' must be a tuple; a one-element tuple is written (3,)");
+  EXPECT_EQ(values(tg::ir::parseNpy(
+                npyFile("{'descr': '<i4', 'fortran_order': False, 'shape': (1 , )}", std::string(4, '\0')),
+                "x.npy")),
+            std::vector<double>{0});
+  // NumPy refuses a shape whose non-zero dimensions overflow, even when another dimension is zero.
+  EXPECT_EQ(parseError(npyFile("{'descr': '<f4', 'fortran_order': False, "
+                               "'shape': (0, 9223372036854775807, 9223372036854775807)}")),
+            "x.npy: shape is too large");
+  EXPECT_EQ(
+      parseError(npyFile("{'descr': '<f8', 'fortran_order': False, 'shape': (0, 2305843009213693952)}")),
+      "x.npy: shape is too large");
+  TensorData empty = tg::ir::parseNpy(
+      npyFile("{'descr': '<f8', 'fortran_order': False, 'shape': (0, 1152921504606846975)}"), "x.npy");
+  EXPECT_EQ(empty.numElements(), 0);
+  // A header length beyond the limit is refused before the header is read.
+  std::string huge = npyFile("{}", "", 2);
+  huge[8] = huge[9] = huge[10] = '\xff';
+  EXPECT_EQ(parseError(huge), "x.npy: header of 16777215 bytes is longer than the limit of 1048576");
+}
+
+TEST(NpyTest, ReadsOnlyWhatTheHeaderDeclares) {
+  // /dev/zero never ends: the magic string is checked before anything else is read.
+  EXPECT_THROW(
+      {
+        try {
+          tg::ir::loadNpy("/dev/zero");
+        } catch (const UserError &error) {
+          EXPECT_EQ(error.message, "/dev/zero: not a .npy file (bad magic string)");
+          throw;
+        }
+      },
+      UserError);
+  // A declared size beyond the file's is reported without allocating it.
+  std::string path = ::testing::TempDir() + "npy_declares_too_much.npy";
+  {
+    std::ofstream file(path, std::ios::binary);
+    file << npyFile("{'descr': '<f8', 'fortran_order': False, 'shape': (1099511627776,)}", "12345678");
+  }
+  try {
+    tg::ir::loadNpy(path);
+    ADD_FAILURE() << "no error";
+  } catch (const UserError &error) {
+    EXPECT_EQ(error.message, path + ": file is truncated: expected 8796093022208 bytes of data, found 8");
+  }
+  std::remove(path.c_str());
+  try {
+    tg::ir::loadNpy(::testing::TempDir());
+    ADD_FAILURE() << "no error";
+  } catch (const UserError &error) {
+    EXPECT_EQ(error.message, "cannot read '" + ::testing::TempDir() + "': it is a directory");
+  }
+}
+
 TEST(NpyTest, MissingFile) {
   try {
     tg::ir::loadNpy("/nonexistent/x.npy");

@@ -3,8 +3,11 @@
 #include "ir/ScalarGraph.h"
 
 #include <charconv>
+#include <deque>
 #include <map>
 #include <sstream>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace tg::ir {
 
@@ -42,23 +45,59 @@ std::string place(const Node &node) {
   return node.op().place() == Place::Device ? "device" : "host";
 }
 
+/// Theano's debugprint: each value with its inputs indented below it, a subgraph printed in full only where
+/// it first appears ("(shown above)" after that). Indentation stops at kMaxDepth levels: a deeper node is
+/// marked
+/// "(continued below)" and its inputs are printed after the current tree, from the left margin again, so
+/// that a long chain prints in time and space linear in its length (and without recursion).
 class TreePrinter {
 public:
   explicit TreePrinter(std::ostringstream &out) : out_(out) {}
 
-  void print(const Value *value, const std::string &label, const std::string &indent) {
-    out_ << indent << describe(value, label);
-    const Node *node = value->owner();
-    if (!node) {
-      out_ << "\n";
-      return;
+  void print(const Value *root, const std::string &label) {
+    printTree(root, label);
+    while (!continued_.empty()) {
+      const Node *node = continued_.front();
+      continued_.pop_front();
+      printTree(node->output(), "continued: ", /*expand=*/true);
     }
-    bool seen = printedNodes_.count(node);
-    out_ << (seen ? " (shown above)\n" : "\n");
-    if (seen) return;
-    printedNodes_[node] = true;
-    for (const Value *input : node->inputs())
-      print(input, "", indent + " |");
+  }
+
+private:
+  static constexpr size_t kMaxDepth = 32;
+
+  struct Pending {
+    const Value *value;
+    const std::string *label;
+    size_t depth;
+  };
+
+  /// Prints `root` and what it reads, depth first; `expand` prints the inputs of a node marked as continued.
+  void printTree(const Value *root, const std::string &rootLabel, bool expand = false) {
+    static const std::string kNoLabel;
+    std::vector<Pending> stack{{root, &rootLabel, 0}};
+    while (!stack.empty()) {
+      Pending item = stack.back();
+      stack.pop_back();
+      for (size_t level = 0; level < item.depth; ++level)
+        out_ << " |";
+      out_ << describe(item.value, *item.label);
+      const Node *node = item.value->owner();
+      bool isRoot = item.depth == 0 && expand;
+      if (!node || (printedNodes_.count(node) && !isRoot)) {
+        out_ << (node ? " (shown above)\n" : "\n");
+        continue;
+      }
+      printedNodes_.insert(node);
+      if (item.depth == kMaxDepth && !node->inputs().empty()) {
+        out_ << " (continued below)\n";
+        continued_.push_back(node);
+        continue;
+      }
+      out_ << "\n";
+      for (size_t i = node->inputs().size(); i-- > 0;)
+        stack.push_back({node->input(i), &kNoLabel, item.depth + 1});
+    }
   }
 
 private:
@@ -81,8 +120,9 @@ private:
   }
 
   std::ostringstream &out_;
-  std::map<const Value *, std::string> ids_;
-  std::map<const Node *, bool> printedNodes_;
+  std::unordered_map<const Value *, std::string> ids_;
+  std::unordered_set<const Node *> printedNodes_;
+  std::deque<const Node *> continued_; // nodes whose inputs are still to print, from the left margin
 };
 
 } // namespace
@@ -120,13 +160,13 @@ std::string printIr(const Program &program) {
   std::ostringstream out;
   TreePrinter printer(out);
   for (const auto &input : program.inputs)
-    printer.print(input.value, "input ", "");
+    printer.print(input.value, "input ");
   for (const auto &param : program.params)
-    printer.print(param.value, "param ", "");
+    printer.print(param.value, "param ");
   for (const auto &output : program.outputs)
-    printer.print(output.value, "output " + output.name + " = ", "");
+    printer.print(output.value, "output " + output.name + " = ");
   for (const auto &update : program.updates)
-    printer.print(update.value, "update " + program.params[update.param].name + " = ", "");
+    printer.print(update.value, "update " + program.params[update.param].name + " = ");
   return out.str();
 }
 
@@ -134,7 +174,7 @@ std::string printIr(const Graph &graph) {
   std::ostringstream out;
   TreePrinter printer(out);
   for (size_t i = 0; i < graph.outputs().size(); ++i)
-    printer.print(graph.outputs()[i], "output " + std::to_string(i) + " = ", "");
+    printer.print(graph.outputs()[i], "output " + std::to_string(i) + " = ");
   return out.str();
 }
 

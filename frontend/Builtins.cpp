@@ -174,7 +174,12 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     ir::Value *condition = convert({strong(args.at(0)), false}, DType::Bool, loc);
     TypedValue a = tensor(args.at(1)), b = tensor(args.at(2));
     DType dtype = resultDType({a, b});
-    return apply(Op(OpKind::Where), {condition, convert(a, dtype, loc), convert(b, dtype, loc)}, loc);
+    // Like any elementwise op of literals alone, where(c, 1.5, 2.5) is weak: f32 alone, the other dtype with
+    // it.
+    TypedValue result =
+        apply(Op(OpKind::Where), {condition, convert(a, dtype, loc), convert(b, dtype, loc)}, loc);
+    result.weak = a.weak && b.weak;
+    return result;
   }
   if (name == "clip") {
     Arguments args(name, {{"x", "lo", "hi"}, 3}, call, *this);
@@ -237,14 +242,13 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     Arguments args(name, {{"shape", "value", "dtype"}, 2}, call, *this);
     OpAttrs attrs;
     attrs.shape = shapeArgument(args.at(0));
-    bool isFloat = false;
-    attrs.scalars = {staticNumber(args.at(1), scope, "a fill value", &isFloat)};
-    // Fill values travel as doubles: refuse the integers a double cannot hold rather than change them.
-    constexpr int64_t kExactLimit = int64_t(1) << 53;
-    if (!isFloat && std::abs(staticInt(args.at(1), scope, "a fill value")) > kExactLimit)
-      fail(args.at(1).loc, "full(): the fill value is too large to be represented exactly (limit 2**53)");
-    DType fallback = args.at(1).as<BoolExpr>() ? DType::Bool : isFloat ? DType::F32 : DType::I64;
+    ir::Number value = staticNumber(args.at(1), scope, "a fill value");
+    DType fallback = args.at(1).as<BoolExpr>() ? DType::Bool : value.isInteger ? DType::I64 : DType::F32;
     attrs.dtype = dtypeArgument(args.get("dtype"), fallback);
+    if (!fitsDType(value, attrs.dtype))
+      fail(args.at(1).loc,
+           "full(): the fill value " + value.str() + " does not fit " + ir::dtypeName(attrs.dtype));
+    attrs.scalars = {value};
     return apply(Op(OpKind::Full, attrs), {}, loc);
   }
   if (name == "eye") {
@@ -259,23 +263,25 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
   }
   if (name == "arange") {
     Arguments args(name, {{"start", "stop", "step", "dtype"}, 1}, call, *this);
-    bool anyFloat = false, isFloat = false;
-    double first = staticNumber(args.at(0), scope, "arange's bounds", &isFloat);
-    anyFloat |= isFloat;
-    double start = 0, stop = first, step = 1;
+    ir::Number first = staticNumber(args.at(0), scope, "arange's bounds");
+    ir::Number start = ir::Number::ofInt(0), stop = first, step = ir::Number::ofInt(1);
     if (const Expr *stopArg = args.get("stop")) {
       start = first;
-      stop = staticNumber(*stopArg, scope, "arange's bounds", &isFloat);
-      anyFloat |= isFloat;
+      stop = staticNumber(*stopArg, scope, "arange's bounds");
     }
     if (const Expr *stepArg = args.get("step")) {
-      step = staticNumber(*stepArg, scope, "arange's step", &isFloat);
-      anyFloat |= isFloat;
-      if (step == 0) fail(stepArg->loc, "arange(): step cannot be zero");
+      step = staticNumber(*stepArg, scope, "arange's step");
+      if (step.toDouble() == 0) fail(stepArg->loc, "arange(): step cannot be zero");
     }
+    bool allIntegers = start.isInteger && stop.isInteger && step.isInteger;
     OpAttrs attrs;
     attrs.scalars = {start, stop, step};
-    attrs.dtype = dtypeArgument(args.get("dtype"), anyFloat ? DType::F32 : DType::I64);
+    attrs.dtype = dtypeArgument(args.get("dtype"), allIntegers ? DType::I64 : DType::F32);
+    try {
+      attrs.shape = {ir::arangeLength(start, stop, step, attrs.dtype)};
+    } catch (const ir::UserError &error) {
+      fail(loc, error.message);
+    }
     return apply(Op(OpKind::Arange, attrs), {}, loc);
   }
   if (name == "rand" || name == "randn") {

@@ -3,6 +3,7 @@
 #include "ir/Gradient.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace tg::frontend {
 
@@ -286,7 +287,7 @@ std::vector<TypedValue> GraphBuilder::gradients(const CallExpr &call, const Scop
   std::vector<ir::Value *> wrt;
   for (size_t i = 1; i < call.args.size(); ++i) {
     TypedValue value = evaluateTensor(*call.args[i], scope, "grad");
-    if (value.weak || value.value->isConstant())
+    if (value.value->isConstant()) // a weak value computed from inputs (where(c, 1.5, 2.5)) is no constant
       fail(call.args[i]->loc, "grad: cannot differentiate with respect to a constant");
     wrt.push_back(value.value);
   }
@@ -324,9 +325,24 @@ DType GraphBuilder::resultDType(const std::vector<TypedValue> &operands) const {
   return *strong;
 }
 
+bool fitsDType(const ir::Number &number, DType dtype) {
+  if (!number.isInteger) return true;
+  if (dtype == DType::I32)
+    return number.intValue >= std::numeric_limits<int32_t>::min() &&
+           number.intValue <= std::numeric_limits<int32_t>::max();
+  return true;
+}
+
 ir::Value *GraphBuilder::convert(TypedValue value, DType dtype, const SourceLoc &loc) {
   ir::Value *v = value.value;
   if (v->type().dtype == dtype) return v;
+  // A weak integer literal takes the other operand's dtype, and must fit it (NumPy 2 raises an error too).
+  if (value.weak && v->isConstant() && v->type().dtype == DType::I64 &&
+      !fitsDType(ir::Number::ofInt(v->constant().data<int64_t>()[0]), dtype))
+    fail(literalLocs_.count(v) ? literalLocs_.at(v) : loc,
+         "the integer " + std::to_string(v->constant().data<int64_t>()[0]) + " does not fit " +
+             ir::dtypeName(dtype) + ", the dtype it takes from the other operand; convert that operand " +
+             "first, e.g. with i64(...)");
   if (v->isConstant()) {
     const ir::TensorData &data = v->constant();
     ir::TensorData converted(dtype, data.shape);
@@ -429,7 +445,9 @@ TypedValue GraphBuilder::evaluate(const Expr &expr, const Scope &scope) {
     ir::TensorData data =
         number.isFloat ? ir::TensorData::scalar(DType::F64, number.value) : ir::TensorData(DType::I64, {});
     if (!number.isFloat) data.data<int64_t>()[0] = number.intValue;
-    return {graph_->addConstant(std::move(data)), true};
+    ir::Value *literal = graph_->addConstant(std::move(data));
+    literalLocs_[literal] = expr.loc;
+    return {literal, true};
   }
   case Expr::Kind::Bool:
     return {graph_->addConstant(ir::TensorData::scalar(DType::Bool, expr.as<BoolExpr>()->value)), false};
@@ -493,7 +511,9 @@ TypedValue GraphBuilder::evaluateUnary(const UnaryExpr &expr, const Scope &scope
       data.data<double>()[0] = -data.data<double>()[0];
     else
       data.data<int64_t>()[0] = -data.data<int64_t>()[0];
-    return {graph_->addConstant(std::move(data)), true};
+    ir::Value *negated = graph_->addConstant(std::move(data));
+    literalLocs_[negated] = expr.loc;
+    return {negated, true};
   }
   TypedValue operand = evaluateTensor(*expr.operand, scope, "an operand");
   if (expr.op == "+") return operand;
@@ -633,28 +653,36 @@ TypedValue GraphBuilder::callFunction(const Binding &function, const CallExpr &c
 // ---- Static arguments
 // ----------------------------------------------------------------------------------------
 
-double GraphBuilder::staticNumber(const Expr &expr, const Scope &scope, const char *what, bool *isFloat) {
+ir::Number GraphBuilder::staticNumber(const Expr &expr, const Scope &scope, const char *what) {
   if (const auto *name = expr.as<NameExpr>()) {
     if (const Binding *binding = scope.find(name->name);
         binding && binding->kind == Binding::Kind::Expression)
-      return staticNumber(*binding->expression, *binding->expressionScope, what, isFloat);
+      return staticNumber(*binding->expression, *binding->expressionScope, what);
   }
   if (!expr.as<ListExpr>()) {
     TypedValue value = evaluate(expr, scope);
     if (value.value->isConstant() && value.value->type().isScalar()) {
-      if (isFloat) *isFloat = ir::isFloat(value.value->type().dtype);
-      return value.value->constant().get(0);
+      const ir::TensorData &data = value.value->constant();
+      switch (data.dtype) {
+      case DType::F32:
+      case DType::F64:
+        return ir::Number::ofFloat(data.get(0));
+      case DType::I64:
+        return ir::Number::ofInt(data.data<int64_t>()[0]);
+      case DType::I32:
+        return ir::Number::ofInt(data.data<int32_t>()[0]);
+      case DType::Bool:
+        return ir::Number::ofInt(data.data<uint8_t>()[0]);
+      }
     }
   }
   fail(expr.loc, std::string("expected a number literal for ") + what);
 }
 
 int64_t GraphBuilder::staticInt(const Expr &expr, const Scope &scope, const char *what) {
-  bool isFloat = false;
-  double value = staticNumber(expr, scope, what, &isFloat);
-  if (isFloat) fail(expr.loc, std::string("expected an integer for ") + what + ", found a float");
-  if (const auto *number = expr.as<NumberExpr>()) return number->intValue;
-  return static_cast<int64_t>(value);
+  ir::Number number = staticNumber(expr, scope, what);
+  if (!number.isInteger) fail(expr.loc, std::string("expected an integer for ") + what + ", found a float");
+  return number.intValue;
 }
 
 std::vector<int64_t> GraphBuilder::staticInts(const Expr &expr, const Scope &scope, const char *what) {

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 namespace tg::frontend {
@@ -21,6 +22,10 @@ struct TypedValue {
 
 struct ModuleScope;
 class Scope;
+
+/// Whether `number` is within the range of an integer `dtype` (every number fits a float or bool dtype,
+/// converted as NumPy converts it).
+bool fitsDType(const ir::Number &number, ir::DType dtype);
 
 /// What a name stands for.
 struct Binding {
@@ -69,7 +74,9 @@ public:
   /// Integer literals, `-` of them, and names bound to integer constants, as used for axes and shapes.
   std::vector<int64_t> staticInts(const Expr &expr, const Scope &scope, const char *what);
   int64_t staticInt(const Expr &expr, const Scope &scope, const char *what);
-  double staticNumber(const Expr &expr, const Scope &scope, const char *what, bool *isFloat = nullptr);
+  /// A number known when the script is compiled (a literal, `-` of one, a name bound to one), exact for
+  /// integers.
+  ir::Number staticNumber(const Expr &expr, const Scope &scope, const char *what);
 
   // Typing helpers shared with the builtins.
   ir::Value *convert(TypedValue value, ir::DType dtype, const SourceLoc &loc);
@@ -120,6 +127,8 @@ private:
   std::vector<const DefStmt *> callStack_;
   std::vector<std::unique_ptr<Scope>> callScopes_;
   uint64_t nextSeed_ = 0;
+  /// Where each weak literal's constant was written, for an error when it does not fit the dtype it takes.
+  std::unordered_map<const ir::Value *, SourceLoc> literalLocs_;
 };
 
 } // namespace detail

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 
 namespace tg::ir {
@@ -37,7 +38,15 @@ std::string numberString(double value) {
   return std::string(buffer, std::to_chars(buffer, buffer + sizeof buffer, value).ptr);
 }
 
-Shape staticShape(const std::vector<int64_t> &sizes) {
+/// The shape of a creation op, reshape or broadcast_to (reshape's -1 stays -1, for reshapeType to infer);
+/// a shape too large for any tensor is an error.
+Shape staticShape(const std::vector<int64_t> &sizes, DType dtype, const char *opName) {
+  std::vector<int64_t> known;
+  for (int64_t size : sizes)
+    if (size >= 0) known.push_back(size);
+  if (!fitsTensorLimit(dtype, known))
+    fail(std::string(opName) + ": shape " + listString(sizes) + " is too large: a " + dtypeName(dtype) +
+         " array of that shape would take more than 2**62 bytes");
   Shape shape;
   for (int64_t size : sizes)
     shape.push_back(Dim::of(size));
@@ -154,18 +163,19 @@ TensorType matmulType(const TensorType &a, const TensorType &b) {
 TensorType reshapeType(const Op &op, const TensorType &input) {
   const std::vector<int64_t> &target = op.attrs().shape;
   auto known = input.staticNumElements();
-  int64_t product = 1, inferred = -1;
+  int64_t inferred = -1;
   for (size_t i = 0; i < target.size(); ++i) {
     if (target[i] == -1) {
       if (inferred >= 0) fail("reshape: can only specify one unknown dimension (-1)");
       inferred = static_cast<int64_t>(i);
     } else if (target[i] < 0) {
       fail("reshape: invalid dimension " + std::to_string(target[i]));
-    } else {
-      product *= target[i];
     }
   }
-  Shape shape = staticShape(target);
+  Shape shape = staticShape(target, input.dtype, "reshape");
+  int64_t product = 1; // within the tensor limit (staticShape checked it): no overflow
+  for (int64_t size : target)
+    if (size >= 0) product *= size;
   if (!known) {
     if (inferred >= 0) shape[inferred] = derived("reshape" + std::to_string(inferred));
     return {input.dtype, shape, input.place};
@@ -250,10 +260,15 @@ TensorType joinType(const Op &op, const std::vector<TensorType> &inputs) {
   Dim total = Dim::of(0);
   for (const TensorType &input : inputs) {
     const Dim &d = input.shape[axis];
-    if (total.isStatic() && d.isStatic())
-      total = Dim::of(total.size() + d.size());
-    else
+    if (!total.isStatic() || !d.isStatic()) {
       total = derived(total.str() + "+" + d.str());
+      continue;
+    }
+    int64_t size = total.size() + d.size(); // each below 2**62: no overflow
+    if (size > kMaxTensorBytes)
+      fail("concat: the result has " + std::to_string(size) + " rows on axis " + std::to_string(axis) +
+           ", more than any tensor may hold");
+    total = Dim::of(size);
   }
   shape[axis] = total;
   return {first.dtype, shape, first.place};
@@ -336,8 +351,8 @@ size_t Op::hash() const {
     mix(std::hash<int64_t>()(a));
   for (int64_t s : attrs.shape)
     mix(std::hash<int64_t>()(s));
-  for (double v : attrs.scalars)
-    mix(std::hash<double>()(v));
+  for (const Number &v : attrs.scalars)
+    mix(v.isInteger ? std::hash<int64_t>()(v.intValue) : std::hash<double>()(v.floatValue));
   for (const SliceSpec &s : attrs.slices)
     mix(std::hash<std::string>()(s.str()));
   if (attrs.body) mix(attrs.body->hash());
@@ -386,12 +401,12 @@ std::string Op::attrString() const {
     break;
   case OpKind::Full:
     parts.push_back("shape=" + listString(a.shape));
-    parts.push_back("value=" + numberString(a.scalars.at(0)));
+    parts.push_back("value=" + a.scalars.at(0).str());
     break;
   case OpKind::Arange:
-    parts.push_back("start=" + numberString(a.scalars.at(0)));
-    parts.push_back("stop=" + numberString(a.scalars.at(1)));
-    parts.push_back("step=" + numberString(a.scalars.at(2)));
+    parts.push_back("start=" + a.scalars.at(0).str());
+    parts.push_back("stop=" + a.scalars.at(1).str());
+    parts.push_back("step=" + a.scalars.at(2).str());
     break;
   case OpKind::Rand:
   case OpKind::Randn:
@@ -411,6 +426,51 @@ std::string Op::attrString() const {
   for (size_t i = 0; i < parts.size(); ++i)
     text += (i ? ", " : "") + parts[i];
   return text;
+}
+
+std::string Number::str() const {
+  return isInteger ? std::to_string(intValue) : numberString(floatValue);
+}
+
+int64_t arangeLength(const Number &start, const Number &stop, const Number &step, DType dtype) {
+  std::string call = "arange(" + start.str() + ", " + stop.str() + ", " + step.str() + ")";
+  auto tooMany = [&](const std::string &count) {
+    fail(call + " would have " + count + " elements, more than an array of " + dtypeName(dtype) +
+         " may hold (2**62 bytes)");
+  };
+  if (step.toDouble() == 0) fail("arange: step cannot be zero");
+  int64_t length = 0;
+  if (start.isInteger && stop.isInteger && step.isInteger) {
+    // ceil(span / step) in 128 bits, so that every pair of 64-bit bounds is exact.
+    __int128 span = static_cast<__int128>(stop.intValue) - start.intValue, by = step.intValue;
+    if (by < 0) {
+      span = -span;
+      by = -by;
+    }
+    __int128 count = span > 0 ? (span + by - 1) / by : 0; // at most 2**64: fits in 64 unsigned bits
+    if (count > kMaxTensorBytes) tooMany(std::to_string(static_cast<uint64_t>(count)));
+    length = static_cast<int64_t>(count);
+  } else {
+    double first = start.toDouble(), last = stop.toDouble(), by = step.toDouble();
+    if (!std::isfinite(first) || !std::isfinite(last) || !std::isfinite(by))
+      fail(call + ": the bounds and the step must be finite");
+    double count = std::ceil((last - first) / by); // NumPy's length
+    if (!(count < 0x1p62)) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.3g", count);
+      tooMany(text);
+    }
+    length = count > 0 ? static_cast<int64_t>(count) : 0;
+  }
+  if (!fitsTensorLimit(dtype, {length})) tooMany(std::to_string(length));
+  if (length > 0 && (dtype == DType::I32 || dtype == DType::I64)) {
+    // The last value start + (length - 1) * step lies between start and stop (in 128 bits when exact).
+    double lowest = dtype == DType::I32 ? -0x1p31 : -0x1p63, highest = -lowest - 1;
+    double lastValue = start.toDouble() + static_cast<double>(length - 1) * step.toDouble();
+    for (double value : {start.toDouble(), lastValue})
+      if (!(value >= lowest && value <= highest)) fail(call + ": its values do not fit " + dtypeName(dtype));
+  }
+  return length;
 }
 
 std::string Op::str() const {
@@ -434,6 +494,8 @@ TensorType inferType(const Op &op, const std::vector<TensorType> &inputs) {
         << input.str();
   TensorType type = inferHostType(op, inputs);
   type.place = op.place();
+  if (!fitsTensorLimit(type))
+    fail(std::string(op.name()) + ": the result, " + type.str() + ", would take more than 2**62 bytes");
   return type;
 }
 
@@ -452,16 +514,10 @@ TensorType inferHostType(const Op &op, const std::vector<TensorType> &inputs) {
   case FusionKind::Creation:
     if (op.kind() == OpKind::ZerosLike || op.kind() == OpKind::OnesLike)
       return {inputs[0].dtype, inputs[0].shape, inputs[0].place};
-    if (op.kind() == OpKind::Arange) {
-      double start = attrs.scalars.at(0), stop = attrs.scalars.at(1), step = attrs.scalars.at(2);
-      if (step == 0) fail("arange: step cannot be zero");
-      double count = std::ceil((stop - start) / step);
-      return {attrs.dtype, {Dim::of(count > 0 ? static_cast<int64_t>(count) : 0)}, Place::Host};
-    }
     for (int64_t d : attrs.shape)
       if (d < 0)
         fail(std::string(op.name()) + ": negative dimensions are not allowed: " + listString(attrs.shape));
-    return {attrs.dtype, staticShape(attrs.shape), Place::Host};
+    return {attrs.dtype, staticShape(attrs.shape, attrs.dtype, op.name()), Place::Host};
   default:
     break;
   }
@@ -485,7 +541,7 @@ TensorType inferHostType(const Op &op, const std::vector<TensorType> &inputs) {
   case OpKind::Reshape:
     return reshapeType(op, input);
   case OpKind::BroadcastTo: {
-    Shape target = staticShape(attrs.shape);
+    Shape target = staticShape(attrs.shape, input.dtype, op.name());
     auto result = broadcastShapes(input.shape, target);
     if (!result || *result != target || input.rank() > target.size())
       fail("cannot broadcast " + input.str() + " to shape " + listString(attrs.shape));

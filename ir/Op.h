@@ -45,17 +45,33 @@ struct SliceSpec {
   std::string str() const;
 };
 
+/// A number attribute (full's value, arange's bounds and step) as the script wrote it: an integer, exact over
+/// all of i64, or a double.
+struct Number {
+  bool isInteger = false;
+  int64_t intValue = 0;
+  double floatValue = 0;
+
+  static Number ofInt(int64_t value) { return {true, value, 0}; }
+  static Number ofFloat(double value) { return {false, 0, value}; }
+  double toDouble() const { return isInteger ? static_cast<double>(intValue) : floatValue; }
+  bool operator==(const Number &other) const = default;
+  /// "3" or "2.5" (the shortest text that reads back as the same double).
+  std::string str() const;
+};
+
 /// Attributes, by op: cast and creation use dtype; reductions use axes (all axes listed; empty for
 /// argmax/argmin means the flattened array) and keepdims; transpose keeps its permutation in axes; concat,
 /// stack, sort, argsort and cumsum keep their axis in axes[0] (cumsum with no axis flattens); reshape,
-/// broadcast_to and creation ops keep a shape (reshape may hold one -1); full keeps its value in scalars[0],
-/// arange start/stop/step in scalars; rand and randn keep their seed.
+/// broadcast_to and creation ops keep a shape (reshape may hold one -1; arange's is its length, computed
+/// from start, stop and step by arangeLength); full keeps its value in scalars[0], arange start/stop/step in
+/// scalars; rand and randn keep their seed.
 struct OpAttrs {
   DType dtype = DType::F32;
   std::vector<int64_t> axes;
   bool keepdims = false;
   std::vector<int64_t> shape;
-  std::vector<double> scalars;
+  std::vector<Number> scalars;
   uint64_t seed = 0;
   std::vector<SliceSpec> slices;
   std::shared_ptr<const ScalarGraph> body; // fused: what the kernel computes per element
@@ -104,5 +120,10 @@ private:
 /// already have the dtypes the op requires (the front end inserts casts). Throws UserError (without a
 /// location) when the shapes or dtypes do not fit; the caller adds the location.
 TensorType inferType(const Op &op, const std::vector<TensorType> &inputs);
+
+/// The length of arange(start, stop, step) of `dtype`, as NumPy computes it (ceil((stop - start) / step), at
+/// least 0), exact for integer bounds over all of i64. A UserError when the step is zero, a bound is not
+/// finite, the array would exceed kMaxTensorBytes, or its values do not fit an integer `dtype`.
+int64_t arangeLength(const Number &start, const Number &stop, const Number &step, DType dtype);
 
 } // namespace tg::ir

@@ -36,6 +36,20 @@ std::optional<int64_t> TensorType::staticNumElements() const {
   return count;
 }
 
+bool fitsTensorLimit(DType dtype, const std::vector<int64_t> &sizes) {
+  int64_t bytes = static_cast<int64_t>(dtypeSize(dtype));
+  for (int64_t size : sizes)
+    if (size != 0 && (__builtin_mul_overflow(bytes, size, &bytes) || bytes > kMaxTensorBytes)) return false;
+  return true;
+}
+
+bool fitsTensorLimit(const TensorType &type) {
+  std::vector<int64_t> sizes;
+  for (const Dim &d : type.shape)
+    if (d.isStatic()) sizes.push_back(d.size());
+  return fitsTensorLimit(type.dtype, sizes);
+}
+
 bool TensorType::operator==(const TensorType &other) const {
   return dtype == other.dtype && shape == other.shape && place == other.place;
 }

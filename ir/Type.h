@@ -60,6 +60,17 @@ struct TensorType {
 
 std::string shapeString(const Shape &shape);
 
+/// The most bytes one tensor may take: NumPy's limit, 2**63 - 1, halved so that every dimension, even of a
+/// bool tensor, also fits a Dim.
+constexpr int64_t kMaxTensorBytes = (int64_t(1) << 62) - 1;
+
+/// Whether a tensor of `dtype` and these static sizes (each non-negative) stays within kMaxTensorBytes: its
+/// element size times the product of its non-zero sizes, counted as NumPy counts (a zero size does not hide
+/// an overflow of the others).
+bool fitsTensorLimit(DType dtype, const std::vector<int64_t> &sizes);
+/// As above, for a type: its static dimensions (symbolic ones are bound, and checked, when it runs).
+bool fitsTensorLimit(const TensorType &type);
+
 /// NumPy broadcasting of two static-or-symbolic shapes; nullopt when they cannot broadcast.
 std::optional<Shape> broadcastShapes(const Shape &a, const Shape &b);
 

@@ -67,7 +67,7 @@ ir::Value *RewriteContext::fill(const ir::Node *node, double value, ir::Value *l
     if (value == 0 || value == 1)
       kind = value == 0 ? ir::OpKind::Zeros : ir::OpKind::Ones;
     else
-      attrs.scalars = {value};
+      attrs.scalars = {ir::Number::ofFloat(value)};
     return makeSameType(node, kind, {}, std::move(attrs));
   }
   if ((value != 0 && value != 1) || !like || !ifSameType(node, like)) return nullptr;

@@ -12,24 +12,18 @@ using ir::OpKind;
 
 namespace {
 
-/// The element count of arange(start, stop, step), as NumPy: ceil((stop - start) / step), at least 0.
-int64_t arangeLength(const std::vector<double> &scalars) {
-  TG_ASSERT(scalars.size() == 3 && scalars[2] != 0) << "arange needs start, stop and a nonzero step";
-  double length = std::ceil((scalars[1] - scalars[0]) / scalars[2]);
-  if (!(length < 0x1p62)) throw ir::UserError("arange: too many elements");
-  return length > 0 ? static_cast<int64_t>(length) : 0;
+std::vector<int64_t> creationShape(const ir::Op &op, const std::vector<Tensor> &inputs) {
+  if (op.kind() == OpKind::ZerosLike || op.kind() == OpKind::OnesLike) return inputs[0].shape();
+  return op.attrs().shape; // arange's is its length
 }
 
-std::vector<int64_t> creationShape(const ir::Op &op, const std::vector<Tensor> &inputs) {
-  switch (op.kind()) {
-  case OpKind::ZerosLike:
-  case OpKind::OnesLike:
-    return inputs[0].shape();
-  case OpKind::Arange:
-    return {arangeLength(op.attrs().scalars)};
-  default:
-    return op.attrs().shape;
-  }
+/// A number attribute as a T: integers exactly (wrapping as C++ does, for a T narrower than the number),
+/// doubles as castScalar converts them.
+template <typename T>
+T numberAs(const ir::Number &number) {
+  if (!number.isInteger) return castScalar<T>(number.floatValue);
+  if constexpr (std::is_same_v<T, bool>) return number.intValue != 0;
+  return static_cast<T>(number.intValue);
 }
 
 template <typename T>
@@ -46,7 +40,7 @@ void fill(OpKind kind, const ir::OpAttrs &attrs, const Tensor &out) {
     std::fill_n(data, count, T(1));
     return;
   case OpKind::Full:
-    std::fill_n(data, count, castScalar<T>(attrs.scalars.at(0)));
+    std::fill_n(data, count, numberAs<T>(attrs.scalars.at(0)));
     return;
   case OpKind::Eye: {
     TG_ASSERT(out.rank() == 2) << "eye of rank " << out.rank();
@@ -57,9 +51,18 @@ void fill(OpKind kind, const ir::OpAttrs &attrs, const Tensor &out) {
     return;
   }
   case OpKind::Arange: {
+    const ir::Number &start = attrs.scalars.at(0), &step = attrs.scalars.at(2);
+    if (std::is_integral_v<T> && start.isInteger && step.isInteger) {
+      // Exact: start + i * step in 64 bits, wrapping where the product alone would overflow (the sum lies
+      // between start and stop, so it does not).
+      auto first = static_cast<uint64_t>(start.intValue), delta = static_cast<uint64_t>(step.intValue);
+      for (int64_t i = 0; i < count; ++i)
+        data[i] = static_cast<T>(static_cast<int64_t>(first + static_cast<uint64_t>(i) * delta));
+      return;
+    }
     // NumPy's fill, for the same last bits: the first two values from double, then first + i * delta in T.
-    T first = castScalar<T>(attrs.scalars[0]);
-    T delta = castScalar<T>(attrs.scalars[0] + attrs.scalars[2]) - first;
+    T first = castScalar<T>(start.toDouble());
+    T delta = castScalar<T>(start.toDouble() + step.toDouble()) - first;
     for (int64_t i = 0; i < count; ++i)
       data[i] = static_cast<T>(first + static_cast<T>(i) * delta);
     return;

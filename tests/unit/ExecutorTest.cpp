@@ -116,7 +116,7 @@ std::unique_ptr<tg::ir::Program> counterProgram() {
   auto program = std::make_unique<tg::ir::Program>();
   OpAttrs full;
   full.dtype = DType::F32;
-  full.scalars = {2.0};
+  full.scalars = {tg::ir::Number::ofFloat(2.0)};
   tg::ir::Value *initial = program->init.addNode(Op(OpKind::Full, full), {})->output();
   program->init.addOutput(initial);
 

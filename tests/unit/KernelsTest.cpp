@@ -13,6 +13,7 @@
 namespace {
 
 using tg::ir::DType;
+using tg::ir::Number;
 using tg::ir::Op;
 using tg::ir::OpAttrs;
 using tg::ir::OpKind;
@@ -437,34 +438,93 @@ TEST(KernelsTest, ConcatAndStack) {
 
 // ---- creation ----
 
+/// arange's attributes as the front end makes them: exact numbers, and the length as its shape.
+OpAttrs arange(Number start, Number stop, Number step, DType dtype) {
+  OpAttrs attrs = withShape({}, dtype);
+  attrs.scalars = {start, stop, step};
+  attrs.shape = {tg::ir::arangeLength(start, stop, step, dtype)};
+  return attrs;
+}
+OpAttrs floatArange(double start, double stop, double step, DType dtype) {
+  return arange(Number::ofFloat(start), Number::ofFloat(stop), Number::ofFloat(step), dtype);
+}
+OpAttrs intArange(int64_t start, int64_t stop, int64_t step, DType dtype) {
+  return arange(Number::ofInt(start), Number::ofInt(stop), Number::ofInt(step), dtype);
+}
+
 TEST(KernelsTest, Creation) {
   expectValues(run(OpKind::Zeros, {}, withShape({2, 2})), {0, 0, 0, 0});
   expectValues(run(OpKind::Ones, {}, withShape({3}, DType::I32)), {1, 1, 1});
   OpAttrs full = withShape({2}, DType::F64);
-  full.scalars = {2.5};
+  full.scalars = {Number::ofFloat(2.5)};
   expectValues(run(Op(OpKind::Full, full), {}), {2.5, 2.5});
+  full.dtype = DType::I64;
+  full.scalars = {Number::ofInt(9007199254740993)}; // 2**53 + 1: exact, not through a double
+  Tensor big = run(Op(OpKind::Full, full), {});
+  EXPECT_EQ(big.data<int64_t>()[1], 9007199254740993);
   expectValues(run(OpKind::Eye, {}, withShape({2, 3})), {1, 0, 0, 0, 1, 0});
-  OpAttrs arange = withShape({}, DType::F32);
-  arange.scalars = {0, 1, 0.25};
-  expectValues(run(Op(OpKind::Arange, arange), {}), {0, 0.25, 0.5, 0.75});
-  arange.scalars = {5, 0, -1.5};
-  expectValues(run(Op(OpKind::Arange, arange), {}), {5, 3.5, 2, 0.5});
-  arange.dtype = DType::I64;
-  arange.scalars = {0, 10, 3};
-  expectValues(run(Op(OpKind::Arange, arange), {}), {0, 3, 6, 9});
-  arange.scalars = {3, 1, 1};
-  expectValues(run(Op(OpKind::Arange, arange), {}), {});
+  expectValues(run(Op(OpKind::Arange, floatArange(0, 1, 0.25, DType::F32)), {}), {0, 0.25, 0.5, 0.75});
+  expectValues(run(Op(OpKind::Arange, floatArange(5, 0, -1.5, DType::F32)), {}), {5, 3.5, 2, 0.5});
+  expectValues(run(Op(OpKind::Arange, intArange(0, 10, 3, DType::I64)), {}), {0, 3, 6, 9});
+  expectValues(run(Op(OpKind::Arange, intArange(3, 1, 1, DType::I64)), {}), {});
   // NumPy fills f32 in f32 from the first two values: np.arange(0.3, 7.1, 0.37, dtype=np.float32)[14] is
   // 5.4800005, where float32(0.3 + 14 * 0.37) would be 5.48.
-  arange.dtype = DType::F32;
-  arange.scalars = {0.3, 7.1, 0.37};
-  Tensor steps = run(Op(OpKind::Arange, arange), {});
+  Tensor steps = run(Op(OpKind::Arange, floatArange(0.3, 7.1, 0.37, DType::F32)), {});
   ASSERT_EQ(steps.numElements(), 19);
   EXPECT_EQ(steps.data<float>()[14], 5.4800005f);
   Tensor like = run(OpKind::OnesLike, {i32({2, 1}, {7, 8})});
   EXPECT_EQ(like.dtype(), DType::I32);
   expectValues(like, {1, 1});
   expectValues(run(OpKind::ZerosLike, {f64({3}, {1, 2, 3})}), {0, 0, 0});
+}
+
+TEST(KernelsTest, IntegerArangeIsExactOverAllOfI64) {
+  Tensor near53 = run(Op(OpKind::Arange, intArange(9007199254740993, 9007199254740997, 1, DType::I64)), {});
+  ASSERT_EQ(near53.numElements(), 4);
+  for (int64_t i = 0; i < 4; ++i)
+    EXPECT_EQ(near53.data<int64_t>()[i], 9007199254740993 + i);
+  // Near the top of i64, and a step whose products i * step overflow while the values do not.
+  const int64_t top = std::numeric_limits<int64_t>::max();
+  Tensor high = run(Op(OpKind::Arange, intArange(top - 7, top, 2, DType::I64)), {});
+  EXPECT_EQ(std::vector<int64_t>(high.data<int64_t>(), high.data<int64_t>() + 4),
+            (std::vector<int64_t>{top - 7, top - 5, top - 3, top - 1}));
+  Tensor wide = run(Op(OpKind::Arange, intArange(-top, top, top / 2, DType::I64)), {});
+  std::vector<int64_t> expected{-top};
+  while (expected.size() < 5)
+    expected.push_back(expected.back() + top / 2);
+  EXPECT_EQ(std::vector<int64_t>(wide.data<int64_t>(), wide.data<int64_t>() + wide.numElements()), expected);
+}
+
+TEST(KernelsTest, ArangeLengthsAreExactOrRefused) {
+  auto error = [](Number start, Number stop, Number step, DType dtype) -> std::string {
+    try {
+      tg::ir::arangeLength(start, stop, step, dtype);
+    } catch (const tg::ir::UserError &e) {
+      return e.message;
+    }
+    return "(no error)";
+  };
+  const int64_t top = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(
+      error(Number::ofInt(-top), Number::ofInt(top), Number::ofInt(3), DType::I64),
+      "arange(-9223372036854775807, 9223372036854775807, 3) would have 6148914691236517205 elements, more "
+      "than an array of i64 may hold (2**62 bytes)");
+  EXPECT_EQ(
+      error(Number::ofInt(0), Number::ofInt(top), Number::ofInt(1), DType::I64),
+      "arange(0, 9223372036854775807, 1) would have 9223372036854775807 elements, more than an array of "
+      "i64 may hold (2**62 bytes)");
+  EXPECT_EQ(
+      error(Number::ofFloat(0), Number::ofFloat(1), Number::ofFloat(1e-30), DType::F32),
+      "arange(0, 1, 1e-30) would have 1e+30 elements, more than an array of f32 may hold (2**62 bytes)");
+  EXPECT_EQ(error(Number::ofInt(0), Number::ofInt(3000000000), Number::ofInt(2500000000), DType::I32),
+            "arange(0, 3000000000, 2500000000): its values do not fit i32");
+  EXPECT_EQ(error(Number::ofInt(0), Number::ofInt(3000000000), Number::ofInt(1000000000), DType::I32),
+            "(no error)"); // 0, 1e9 and 2e9 fit
+  EXPECT_EQ(error(Number::ofFloat(0), Number::ofFloat(std::nan("")), Number::ofInt(1), DType::F32),
+            "arange(0, nan, 1): the bounds and the step must be finite");
+  EXPECT_EQ(tg::ir::arangeLength(Number::ofInt(-top), Number::ofInt(top), Number::ofInt(top / 4), DType::I64),
+            9);
+  EXPECT_EQ(tg::ir::arangeLength(Number::ofInt(5), Number::ofInt(-top), Number::ofInt(-top), DType::I64), 2);
 }
 
 TEST(KernelsTest, RandomIsCounterBased) {

@@ -235,7 +235,7 @@ private:
       OpKind kind = chance(0.5) ? OpKind::Zeros : OpKind::Ones;
       if (chance(0.3)) {
         kind = OpKind::Full;
-        attrs.scalars = {1.5};
+        attrs.scalars = {ir::Number::ofFloat(1.5)};
       }
       Value *created = chance(0.25) ? graph_.addNode(ir::Op(OpKind::ZerosLike), {x})->output()
                                     : graph_.addNode(ir::Op(kind, attrs), {})->output();

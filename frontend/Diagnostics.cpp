@@ -2,8 +2,8 @@
 
 namespace tg::frontend {
 
-void DiagnosticEngine::addSource(const std::string &file, std::string text) {
-  sources_[file] = std::move(text);
+const std::string &DiagnosticEngine::addSource(const std::string &file, std::string text) {
+  return sources_[file] = std::move(text);
 }
 
 void DiagnosticEngine::error(const SourceLoc &loc, const std::string &message) {

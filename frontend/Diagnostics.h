@@ -16,8 +16,8 @@ class DiagnosticEngine {
 public:
   explicit DiagnosticEngine(std::ostream &out) : out_(out) {}
 
-  /// Remembers a file's text so that diagnostics in it can show the offending line.
-  void addSource(const std::string &file, std::string text);
+  /// Remembers a file's text so that diagnostics in it can show the offending line; returns the kept text.
+  const std::string &addSource(const std::string &file, std::string text);
   /// Numbers the lines of `file` in messages from after its first `lines` lines (the REPL compiles what the
   /// session kept, then what was typed, and reports lines of what was typed).
   void setLineOffset(const std::string &file, int lines) { lineOffsets_[file] = lines; }

@@ -63,7 +63,7 @@ std::vector<std::string> ModuleLoader::searchPathFromEnvironment() {
 
 const Module *ModuleLoader::parse(const std::string &displayName, std::string text) {
   auto file = std::make_shared<const std::string>(displayName);
-  std::unique_ptr<Module> module = parseModule(text, file, diags_);
+  std::unique_ptr<Module> module = parseModule(std::move(text), file, diags_);
   if (!module) return nullptr;
   modules_.push_back(std::move(module));
   return modules_.back().get();

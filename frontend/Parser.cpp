@@ -40,6 +40,46 @@ std::optional<size_t> findInvalidUtf8(const std::string &text) {
   return std::nullopt;
 }
 
+/// Valid UTF-8 text as code points, without the text of comments: a comment runs to the end of its line, so
+/// leaving it out moves no token, and the lexer would skip it anyway. Strings (which may hold a '#') are
+/// followed as the grammar reads them: they end at a '"' not escaped by '\\', or at the end of the line.
+std::u32string decodeWithoutComments(const std::string &text) {
+  std::u32string decoded;
+  for (int pass = 0; pass < 2; ++pass) { // count, then decode into storage of exactly that size
+    size_t count = 0;
+    bool inString = false, escaped = false;
+    for (size_t i = 0; i < text.size();) {
+      auto lead = static_cast<unsigned char>(text[i]);
+      size_t length = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+      char32_t point = length == 1 ? lead : lead & (0x7F >> length);
+      for (size_t k = 1; k < length; ++k)
+        point = (point << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
+      if (pass) decoded[count] = point;
+      ++count;
+      i += length;
+      if (point == U'\r' || point == U'\n') {
+        inString = escaped = false;
+      } else if (inString) {
+        inString = escaped || point != U'"';
+        escaped = !escaped && point == U'\\';
+      } else if (point == U'"') {
+        inString = true;
+      } else if (point == U'#') { // keep the '#' (a COMMENT token), drop the rest of the line
+        i = std::min(text.find_first_of("\r\n", i), text.size());
+      }
+    }
+    if (!pass) decoded.resize(count);
+  }
+  return decoded;
+}
+
+/// ANTLR's input stream over decodeWithoutComments(text). ANTLR's own UTF-8 decoder reserves 20 bytes per
+/// input byte: a 50 MB script took more than 1 GB before the lexer started.
+class SourceStream : public antlr4::ANTLRInputStream {
+public:
+  explicit SourceStream(const std::string &text) { _data = decodeWithoutComments(text); }
+};
+
 /// The 1-based line and column (in code points, like ANTLR's) of a byte offset into valid UTF-8 text.
 SourceLoc locationOfOffset(const std::string &text, size_t offset, std::shared_ptr<const std::string> file) {
   SourceLoc loc{std::move(file), 1, 1};
@@ -519,9 +559,9 @@ private:
 
 } // namespace
 
-std::unique_ptr<Module> parseModule(const std::string &source, std::shared_ptr<const std::string> file,
+std::unique_ptr<Module> parseModule(std::string text, std::shared_ptr<const std::string> file,
                                     DiagnosticEngine &diags) {
-  diags.addSource(*file, source);
+  const std::string &source = diags.addSource(*file, std::move(text)); // one copy of a large file, not two
   unsigned errorsBefore = diags.errorCount();
   // ANTLR's input stream throws on invalid UTF-8 without saying where: find the byte first.
   if (std::optional<size_t> offset = findInvalidUtf8(source)) {
@@ -530,7 +570,7 @@ std::unique_ptr<Module> parseModule(const std::string &source, std::shared_ptr<c
     return nullptr;
   }
   try {
-    antlr4::ANTLRInputStream input(source);
+    SourceStream input(source);
     TgLexer lexer(&input);
     antlr4::CommonTokenStream tokens(&lexer);
     TgParser parser(&tokens);

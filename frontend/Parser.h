@@ -13,7 +13,7 @@ namespace tg::frontend {
 /// error it finds (several per file, where ANTLR's recovery allows), invalid UTF-8 and out-of-range literals.
 /// Returns the module (empty for a file of blank and comment lines), or nullptr when this call reported any
 /// error: an AST is never built from a tree with errors. Bad input never throws or crashes.
-std::unique_ptr<Module> parseModule(const std::string &source, std::shared_ptr<const std::string> file,
+std::unique_ptr<Module> parseModule(std::string source, std::shared_ptr<const std::string> file,
                                     DiagnosticEngine &diags);
 
 } // namespace tg::frontend

@@ -25,6 +25,18 @@ grammar Tg;
                                                    "let",    "output", "update", "return"};
     return _input->LA(i) == antlr4::IntStream::EOF || keywords.count(word) > 0;
   }
+
+  // A line without tokens (blank, or only a comment) ends with no NEWLINE token either: a long run of comments
+  // costs no tokens and no parse tree.
+  bool atLineStart = true;
+
+  std::unique_ptr<antlr4::Token> nextToken() override {
+    std::unique_ptr<antlr4::Token> token = antlr4::Lexer::nextToken();
+    while (atLineStart && token->getType() == NEWLINE)
+      token = antlr4::Lexer::nextToken();
+    atLineStart = token->getType() == NEWLINE;
+    return token;
+  }
 }
 
 // One line of a script: frontend/Parser.cpp parses a script line by line, so that after a syntax error

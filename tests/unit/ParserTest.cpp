@@ -176,6 +176,13 @@ TEST(ParserTest, CommentsBlankLinesAndEmptyFiles) {
   EXPECT_EQ(dump("# only a comment"), "");
   EXPECT_EQ(dump("# a\n\n   # b\n"), "");
   EXPECT_EQ(dump("\n# header\nlet a = 1 # trailing\n\n\r\nlet b = 2\r\n"), "(let a 1)\n(let b 2)\n");
+  // Comment text never reaches the lexer (a 50 MB comment once took a gigabyte there): a '#' inside a string,
+  // even after an escaped quote, is text, and a string cut off by the end of its line ends there.
+  EXPECT_EQ(dump("let a = load(\"a#b.npy\") # c \"d\nlet b = load(\"x\\\"#y\") # \"#\n"),
+            "(let a (call load \"a#b.npy\"))\n(let b (call load \"x\\\"#y\"))\n");
+  EXPECT_NE(errorsOf("let a = \"x # y\nlet b = 2 # \"\n").find("t.tg:1:9: error: unterminated string"),
+            std::string::npos);
+  EXPECT_EQ(dump("let a = 1 # \xc3\xa9\xe2\x82\xac # \"\nlet b = 2\n"), "(let a 1)\n(let b 2)\n");
 }
 
 TEST(ParserTest, Locations) {

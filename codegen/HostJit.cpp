@@ -7,6 +7,7 @@
 #include "codegen/KernelBuilder.h"
 #include "codegen/KernelCache.h"
 #include "ir/Assert.h"
+#include "ir/SourceLoc.h"
 
 #include <llvm/ExecutionEngine/ObjectCache.h>
 #include <llvm/ExecutionEngine/Orc/CompileUtils.h>
@@ -18,6 +19,7 @@
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/MC/MCContext.h>
+#include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/SmallVectorMemoryBuffer.h>
@@ -25,6 +27,7 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
+#include <llvm/TargetParser/X86TargetParser.h>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -33,6 +36,42 @@
 namespace tg::codegen {
 
 namespace {
+
+/// setHostCpu's choice ("native" until it is called), read when the host compiler is created.
+std::string &chosenHostCpu() {
+  static std::string name = "native";
+  return name;
+}
+bool hostCompilerCreated = false; // after which the choice no longer changes anything
+
+/// The instruction-set features of an x86-64 CPU named as LLVM names them, with every feature they imply;
+/// nullopt for a name LLVM does not know.
+std::optional<llvm::StringMap<bool>> x86Features(const std::string &cpu) {
+  llvm::SmallVector<llvm::StringRef, 128> known;
+  llvm::X86::fillValidCPUArchList(known, /*Only64Bit=*/true);
+  if (std::find(known.begin(), known.end(), cpu) == known.end()) return std::nullopt;
+  llvm::SmallVector<llvm::StringRef, 64> direct;
+  llvm::X86::getFeaturesForCPU(cpu, direct);
+  llvm::StringMap<bool> features;
+  for (llvm::StringRef feature : direct) {
+    features[feature] = true;
+    llvm::X86::updateImpliedFeatures(feature, true, features); // those it implies (not itself)
+  }
+  return features;
+}
+
+/// The features `cpu` needs that this machine lacks (x87 and the 64-bit mode every x86-64 has aside: the
+/// host's feature list does not name them).
+std::vector<std::string> missingOnThisMachine(const llvm::StringMap<bool> &features) {
+  llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+  std::vector<std::string> missing;
+  for (const auto &feature : features)
+    if (feature.second && !host.lookup(feature.first()) && feature.first() != "x87" &&
+        feature.first() != "64bit")
+      missing.push_back(feature.first().str());
+  std::sort(missing.begin(), missing.end());
+  return missing;
+}
 
 template <typename T>
 T orAbort(llvm::Expected<T> value, const char *what) {
@@ -197,8 +236,8 @@ public:
     llvm::Function *function = module->getFunction(name);
     TG_ASSERT(function) << "the module of " << name << " does not define it";
     function->addFnAttr("target-cpu", cpuName);
-    function->addFnAttr("target-features", cpuFeatures);
-    optimizeModule(*module, *machine, hasLibmvec);
+    if (!cpuFeatures.empty()) function->addFnAttr("target-features", cpuFeatures);
+    optimizeModule(*module, *machine, vectorMath);
     if (llvm::Error error =
             jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), std::move(context)))) {
       std::string message = llvm::toString(std::move(error));
@@ -232,11 +271,20 @@ private:
   HostCompiler() {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
+    hostCompilerCreated = true;
     llvm::orc::JITTargetMachineBuilder machineBuilder =
         orAbort(llvm::orc::JITTargetMachineBuilder::detectHost(), "cannot describe the host CPU");
     machineBuilder.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-    cpuName = llvm::sys::getHostCPUName().str();
-    cpuFeatures = machineBuilder.getFeatures().getString();
+    if (chosenHostCpu() == "native") {
+      cpuName = llvm::sys::getHostCPUName().str();
+      cpuFeatures = machineBuilder.getFeatures().getString();
+      wideVectors = cpuFeatures.find("+avx512f") != std::string::npos;
+    } else { // a named CPU (setHostCpu checked it): its own features, none of this machine's others
+      cpuName = chosenHostCpu();
+      machineBuilder.setCPU(cpuName);
+      machineBuilder.getFeatures() = llvm::SubtargetFeatures();
+      wideVectors = x86Features(cpuName).value_or(llvm::StringMap<bool>()).lookup("avx512f");
+    }
     triple = machineBuilder.getTargetTriple();
     machine = orAbort(machineBuilder.createTargetMachine(), "cannot create the host target machine");
     jit =
@@ -268,7 +316,16 @@ private:
         llvm::consumeError(vectorMath.takeError());
       }
     }
-    target = triple.str() + " " + cpuName + " " + cpuFeatures + (hasLibmvec ? " libmvec" : "");
+    // The vector math variants this CPU's code may call (KernelBuilder.h): none beyond its instruction set.
+    if (hasLibmvec) {
+      const llvm::MCSubtargetInfo &subtarget = *machine->getMCSubtargetInfo();
+      vectorMath = wideVectors && subtarget.checkFeatures("+avx512f") ? VectorMath::Avx512
+                   : subtarget.checkFeatures("+avx2")                 ? VectorMath::Avx2
+                                                                      : VectorMath::Sse;
+    }
+    static const char *const kVectorMathNames[] = {"", " libmvec-sse", " libmvec-avx2", " libmvec-avx512"};
+    target =
+        triple.str() + " " + cpuName + " " + cpuFeatures + kVectorMathNames[static_cast<int>(vectorMath)];
   }
 
   std::unique_ptr<llvm::Module> buildModule(llvm::LLVMContext &context, const KernelSpec &spec, HostKind kind,
@@ -279,11 +336,11 @@ private:
     llvm::Function *function = kind == HostKind::Host ? buildHostKernel(*module, spec, name)
                                                       : buildSimDeviceKernel(*module, spec, name);
     function->addFnAttr("target-cpu", cpuName);
-    function->addFnAttr("target-features", cpuFeatures);
+    if (!cpuFeatures.empty()) function->addFnAttr("target-features", cpuFeatures);
     // LLVM prefers 256-bit vectors on AVX-512 CPUs (clock throttling on some); for these math-heavy loops
     // over libmvec's 16-wide variants, 512 bits measured ~1.3x faster on the 10-op chain of bench/kernels.
-    if (cpuFeatures.find("+avx512f") != std::string::npos) function->addFnAttr("prefer-vector-width", "512");
-    optimizeModule(*module, *machine, hasLibmvec);
+    if (wideVectors) function->addFnAttr("prefer-vector-width", "512");
+    optimizeModule(*module, *machine, vectorMath);
     return module;
   }
 
@@ -296,13 +353,16 @@ private:
   }
 
   std::mutex mutex;
-  std::string cpuName, cpuFeatures;
-  std::string target; // what the code depends on besides the kernel, for the disk cache's keys
+  std::string cpuName,
+      cpuFeatures;          // features: the native CPU's; empty for a named one (its name implies them)
+  bool wideVectors = false; // AVX-512: 512-bit vectors preferred
+  std::string target;       // what the code depends on besides the kernel, for the disk cache's keys
   llvm::Triple triple;
   std::unique_ptr<llvm::TargetMachine> machine;
   ObjectRecorder recorder; // before the JIT, whose compiler points to it
   std::unique_ptr<llvm::orc::LLJIT> jit;
   bool hasLibmvec = false;
+  VectorMath vectorMath = VectorMath::None;
   std::unordered_map<CacheKey, void *, CacheKeyHash> cache;
   std::unordered_set<std::string> names;             // symbols defined in the JIT
   std::unordered_map<std::string, void *> functions; // compileFunction's, by name
@@ -320,6 +380,36 @@ HostKernel compileHostKernel(const KernelSpec &spec) {
 
 void *compileHostFunction(const std::string &name, const std::function<void(llvm::Module &)> &build) {
   return HostCompiler::instance().compileFunction(name, build);
+}
+
+void setHostCpu(const std::string &name) {
+  TG_ASSERT(!hostCompilerCreated || name == chosenHostCpu())
+      << "setHostCpu(" << name << ") after the first host kernel was compiled for " << chosenHostCpu();
+  if (name != "native") {
+    std::optional<llvm::StringMap<bool>> features = x86Features(name);
+    if (!features || !llvm::Triple(llvm::sys::getProcessTriple()).isX86())
+      throw ir::UserError("unknown host CPU '" + name +
+                          "'; expected native, or an x86-64 CPU name as LLVM spells it, such as x86-64-v2, "
+                          "x86-64-v3 or x86-64-v4");
+    std::vector<std::string> missing = missingOnThisMachine(*features);
+    if (!missing.empty()) {
+      std::string list;
+      for (const std::string &feature : missing)
+        list += (list.empty() ? "" : ", ") + feature;
+      throw ir::UserError("host CPU '" + name + "': this machine (" + llvm::sys::getHostCPUName().str() +
+                          ") lacks " + list + ", so code for it would not run here");
+    }
+  }
+  chosenHostCpu() = name;
+}
+
+std::vector<std::string> runnableHostCpuLevels() {
+  std::vector<std::string> levels;
+  for (const char *level : {"x86-64-v2", "x86-64-v3", "x86-64-v4"})
+    if (std::optional<llvm::StringMap<bool>> features = x86Features(level);
+        features && missingOnThisMachine(*features).empty())
+      levels.push_back(level);
+  return levels;
 }
 
 SimDeviceKernel compileSimDeviceKernel(const KernelSpec &spec) {

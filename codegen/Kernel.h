@@ -214,4 +214,15 @@ KernelCacheStats kernelCacheStats();
 /// Where the disk cache is, or why it is off, in a few words (for tgc run -v).
 std::string describeKernelCache();
 
+/// The CPU that host and simulated-device kernels are compiled for: "native" (this machine's CPU with its
+/// features, the default) or an LLVM x86-64 CPU name whose instructions this machine has, such as
+/// x86-64-v2 (SSE4.2), x86-64-v3 (AVX2, FMA) or x86-64-v4 (AVX-512), so that one machine can run the code
+/// another would get. Call before the first kernel is compiled (--host-cpu, $TGC_HOST_CPU); the choice is
+/// part of the disk cache's key. A name LLVM does not know, or a CPU whose instructions this machine lacks
+/// (its code would stop on an illegal instruction), is an ir::UserError saying which.
+void setHostCpu(const std::string &name);
+
+/// The CPU names setHostCpu accepts on this machine, besides "native": the x86-64 levels it can run.
+std::vector<std::string> runnableHostCpuLevels();
+
 } // namespace tg::codegen

@@ -2,9 +2,10 @@
 // stores for each target, and the pass pipelines that finish a module. Internal to codegen.
 //
 //   host          i32 name(ptr args, i64 begin, i64 end)          a loop over [begin, end): Contiguous reads
-//                                                                  inputs[k][i]; Strided walks the rows of one
-//                                                                  plane (the last two axes) the caller points
-//                                                                  args at (runHostKernel walks the planes)
+//                                                                  inputs[k][i]; Strided walks the rows of
+//                                                                  one plane (the last two axes) the caller
+//                                                                  points args at (runHostKernel walks the
+//                                                                  planes)
 //   simulated     i32 name(ptr args, i64 count, i64 block,        threads of one block in turn, each running
 //   the device            i64 blockSize, i64 gridSize)                 device's grid-stride loop NVPTX void
 //   name(i64 count, i64 rank, ptr shape, ptr inputs, ptr strides, ptr output, ptr errorFlag)
@@ -74,13 +75,18 @@ std::string emitPtxModule(const std::string &name, const std::string &gpuArch,
 /// in memory by name (not in the disk cache). Thread-safe.
 void *compileHostFunction(const std::string &name, const std::function<void(llvm::Module &)> &build);
 
+/// Which of glibc's libmvec variants host kernels may call: those of an instruction set the target CPU has
+/// and whose vector arguments its calling convention passes as the variant expects, in one register: SSE
+/// ("b", 128 bits), AVX2 ("d", 256 bits), AVX-512 ("e", 512 bits, with 512-bit vectors preferred). A variant
+/// beyond the target's (an AVX-512 one called from AVX2 code) receives its argument in the wrong registers.
+enum class VectorMath { None, Sse, Avx2, Avx512 };
+
 /// Optimizes `module` for `machine` (verified first: a broken module is a compiler bug). NVPTX modules get
 /// LLVM's O3 pipeline. Host modules get the passes generated loops need (registers for the builder's
 /// variables, the usual cleanups, loop-invariant code motion, the loop vectorizer with the vector math
 /// library mapped onto calls): the same vector loops as O3 in a fraction of the compile time, which is most
-/// of a kernel's first-run latency (bench/kernels: cold JIT). With `useLibmvec`,
-/// loops over math functions may call glibc's vector variants (the process must be able to resolve them:
-/// libmvec.so.1 loaded).
-void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine, bool useLibmvec);
+/// of a kernel's first-run latency (bench/kernels: cold JIT). Loops over math functions may call the glibc
+/// vector variants `vectorMath` allows (the process must be able to resolve them: libmvec.so.1 loaded).
+void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine, VectorMath vectorMath);
 
 } // namespace tg::codegen

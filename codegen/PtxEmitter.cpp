@@ -114,7 +114,7 @@ std::unique_ptr<llvm::Module> buildDeviceModule(llvm::LLVMContext &context, cons
   build(*module);
   linkLibdevice(*module);
   llvm::internalizeModule(*module, [&](const llvm::GlobalValue &value) { return value.getName() == name; });
-  optimizeModule(*module, machine, /*useLibmvec=*/false);
+  optimizeModule(*module, machine, VectorMath::None);
   return module;
 }
 

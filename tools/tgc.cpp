@@ -60,6 +60,9 @@ run options:
                         transfers, device kernels run on the CPU
   --no-cache            neither read nor write the kernel cache ($XDG_CACHE_HOME/tgc, else ~/.cache/tgc,
                         where compiled kernels are kept for the next run)
+  --host-cpu CPU        the CPU host kernels are compiled for: native (default; $TGC_HOST_CPU overrides
+                        it) or an x86-64 level this machine can run: x86-64-v2 (SSE4.2), x86-64-v3 (AVX2),
+                        x86-64-v4 (AVX-512); also for compile and repl
   -v                    say what happens
 
 compile options:
@@ -103,6 +106,7 @@ struct Options {
   std::string gpuArch = "sm_90";
   std::string outputFile;
   std::string device = "auto";
+  std::string hostCpu; // empty: $TGC_HOST_CPU, else native
   std::vector<std::pair<std::string, std::string>> inputs, outputs;
   long steps = 1;
   long printEvery = 0;
@@ -138,6 +142,18 @@ long parseCount(const std::string &option, const std::string &text) {
   if (text.empty() || error != std::errc() || end != text.data() + text.size() || count < 0)
     throw UsageError{option + " expects a non-negative integer, got '" + text + "'"};
   return count;
+}
+
+/// Compiles host kernels for `name` (--host-cpu), else for $TGC_HOST_CPU, else for this machine's CPU.
+void chooseHostCpu(const std::string &name) {
+  const char *fromEnvironment = std::getenv("TGC_HOST_CPU");
+  bool given = !name.empty();
+  std::string chosen = given ? name : fromEnvironment && *fromEnvironment ? fromEnvironment : "native";
+  try {
+    codegen::setHostCpu(chosen);
+  } catch (const ir::UserError &error) {
+    throw UsageError{(given ? "--host-cpu: " : "$TGC_HOST_CPU: ") + error.message};
+  }
 }
 
 Options parseOptions(int argc, char **argv) {
@@ -191,6 +207,9 @@ Options parseOptions(int argc, char **argv) {
       options.optProfile = true;
     } else if (arg == "--explain-placement" && forCompile) {
       options.explainPlacement = true;
+    } else if (arg == "--host-cpu" && (forRun || forCompile || forRepl)) {
+      options.hostCpu = value();
+      if (options.hostCpu.empty()) throw UsageError{"--host-cpu needs a CPU name, e.g. x86-64-v3"};
     } else if (arg == "--no-cache" && (forRun || forCompile || forRepl)) {
       options.kernelCache = false;
     } else if (arg == "--stop-after" || arg == "--print-after" || arg == "--opt-include" ||
@@ -230,6 +249,7 @@ Options parseOptions(int argc, char **argv) {
     throw UsageError{"unknown command '" + options.command + "'"};
   if (options.file.empty() && options.command != "repl")
     throw UsageError{"'tgc " + options.command + "' needs a script, e.g. tgc " + options.command + " x.tg"};
+  chooseHostCpu(options.hostCpu);
   return options;
 }
 
@@ -362,7 +382,10 @@ int main(int argc, char **argv) {
       return 0;
     }
     // No arguments on a terminal: the REPL.
-    if (argc == 1 && isatty(STDIN_FILENO) && isatty(STDOUT_FILENO)) return repl({}, true);
+    if (argc == 1 && isatty(STDIN_FILENO) && isatty(STDOUT_FILENO)) {
+      chooseHostCpu("");
+      return repl({}, true);
+    }
     Options options = parseOptions(argc, argv);
     if (!options.kernelCache) codegen::setKernelCacheDirectory(std::nullopt);
     if (options.command == "repl") return repl(options, isatty(STDIN_FILENO) && isatty(STDOUT_FILENO));

@@ -403,15 +403,6 @@ void setHostCpu(const std::string &name) {
   chosenHostCpu() = name;
 }
 
-std::vector<std::string> runnableHostCpuLevels() {
-  std::vector<std::string> levels;
-  for (const char *level : {"x86-64-v2", "x86-64-v3", "x86-64-v4"})
-    if (std::optional<llvm::StringMap<bool>> features = x86Features(level);
-        features && missingOnThisMachine(*features).empty())
-      levels.push_back(level);
-  return levels;
-}
-
 SimDeviceKernel compileSimDeviceKernel(const KernelSpec &spec) {
   return reinterpret_cast<SimDeviceKernel>(HostCompiler::instance().compile(spec, HostKind::SimDevice));
 }

@@ -222,7 +222,4 @@ std::string describeKernelCache();
 /// (its code would stop on an illegal instruction), is an ir::UserError saying which.
 void setHostCpu(const std::string &name);
 
-/// The CPU names setHostCpu accepts on this machine, besides "native": the x86-64 levels it can run.
-std::vector<std::string> runnableHostCpuLevels();
-
 } // namespace tg::codegen

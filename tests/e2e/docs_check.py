@@ -10,7 +10,11 @@ Blocks are fenced with a language:
             REPL blocks of one page are one session: each block is checked after the ones before it.
   text      not code (synopses): not run.
 Expected output is matched line by line: `...` stands for any number of lines, `{{NAME}}` for any text within a
-line. Commands that need libdevice (`--emit=ptx`, `:ptx`) are skipped, and say so, where it is missing.
+line, and numbers compare as numbers (numcheck.py): integers exactly, floats within rtol 1e-5 and atol 1e-6,
+a float32's last printed digit, unless the fence states other tolerances (```console rtol=1e-4``` for a
+training run, whose thousands of steps carry the CPU's rounding further). Floats are never compared as text:
+their last digits differ between CPUs. Commands that need libdevice (`--emit=ptx`, `:ptx`) are skipped, and
+say so, where it is missing.
 
 Usage: docs_check.py --tgc build/tgc [--docs docs] [-v]
 """
@@ -22,37 +26,48 @@ import subprocess
 import sys
 import tempfile
 
+from numcheck import line_matches
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LIBDEVICE = os.environ.get("TGC_LIBDEVICE", "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc")
 
 
+DEFAULT_TOLERANCE = {"rtol": 1e-5, "atol": 1e-6}
+
+
 def blocks(path):
-    """(language, first line number, lines) of each fenced block."""
+    """(language, tolerance, first line number, lines) of each fenced block; the fence may state tolerances
+    after the language (```console rtol=1e-4 atol=1e-6```)."""
     found, language, start, lines = [], None, 0, []
     for number, line in enumerate(open(path).read().splitlines(), 1):
         if line.startswith("```"):
             if language is None:
-                language, start, lines = line[3:].strip(), number + 1, []
+                words = line[3:].split()
+                language, start, lines = (words[0] if words else ""), number + 1, []
+                tolerance = dict(DEFAULT_TOLERANCE)
+                for word in words[1:]:
+                    key, _, value = word.partition("=")
+                    if key not in tolerance:
+                        raise SystemExit("%s:%d: unknown fence option %r" % (path, number, word))
+                    tolerance[key] = float(value)
             else:
-                found.append((language, start, lines))
+                found.append((language, tolerance, start, lines))
                 language = None
         elif language is not None:
             lines.append(line)
     return found
 
 
-def matches(expected, actual):
-    """Whether `actual` lines fit `expected` ('...' for any lines, {{NAME}} for any text); else the reason."""
-    def pattern(line):
-        parts = re.split(r"\{\{[^}]*\}\}", line)
-        return re.compile("^" + ".*".join(re.escape(part) for part in parts) + "$")
-
+def matches(expected, actual, tolerance):
+    """Whether `actual` lines fit `expected` ('...' for any lines, {{NAME}} for any text, numbers within the
+    tolerance)."""
     def fit(e, a):
         if e == len(expected):
             return a == len(actual) or (a < len(actual) and all(not line.strip() for line in actual[a:]))
         if expected[e].strip() == "...":
             return any(fit(e + 1, b) for b in range(a, len(actual) + 1))
-        return a < len(actual) and bool(pattern(expected[e]).match(actual[a].rstrip())) and fit(e + 1, a + 1)
+        return (a < len(actual) and line_matches(expected[e], actual[a], tolerance["rtol"], tolerance["atol"])
+                and fit(e + 1, a + 1))
 
     return fit(0, 0)
 
@@ -81,7 +96,7 @@ def run_tg(tgc, lines, folder):
     return None
 
 
-def run_console(tgc, lines):
+def run_console(tgc, lines, tolerance):
     commands = []
     for line in lines:
         if line.startswith("$ "):
@@ -96,12 +111,12 @@ def run_console(tgc, lines):
         result = subprocess.run(["bash", "-c", command + " 2>&1"], cwd=ROOT, capture_output=True, text=True,
                                 env=environment)
         actual = result.stdout.splitlines()
-        if not matches(expected, actual):
+        if not matches(expected, actual, tolerance):
             return "$ %s\nexpected:\n%s\ngot:\n%s" % (command, "\n".join(expected), result.stdout)
     return None
 
 
-def run_repl(tgc, lines, session):
+def run_repl(tgc, lines, session, tolerance):
     """Runs the page's session so far (`session`: the typed and expected lines of its earlier blocks)."""
     if needs_libdevice("\n".join(lines)):
         print("  skipped (no libdevice): a REPL block with :ptx")
@@ -115,7 +130,7 @@ def run_repl(tgc, lines, session):
     result = subprocess.run([tgc, "repl", "--device=cpu"], input="\n".join(typed) + "\n", cwd=ROOT,
                             capture_output=True, text=True)
     actual = (result.stdout + result.stderr).splitlines()
-    if not matches(expected, actual):
+    if not matches(expected, actual, tolerance):
         return "typed:\n%s\nexpected:\n%s\ngot:\n%s" % ("\n".join(typed), "\n".join(expected),
                                                        result.stdout + result.stderr)
     return None
@@ -134,15 +149,15 @@ def main():
             continue
         path = os.path.join(args.docs, name)
         session = ([], [])
-        for language, line, lines in blocks(path):
+        for language, tolerance, line, lines in blocks(path):
             where = "%s:%d (%s)" % (os.path.relpath(path, ROOT), line, language or "no language")
             with tempfile.TemporaryDirectory() as folder:
                 if language == "tg":
                     problem = run_tg(tgc, lines, folder)
                 elif language == "console":
-                    problem = run_console(tgc, lines)
+                    problem = run_console(tgc, lines, tolerance)
                 elif language == "repl":
-                    problem = run_repl(tgc, lines, session)
+                    problem = run_repl(tgc, lines, session, tolerance)
                 elif language == "text":
                     continue
                 else:

@@ -11,6 +11,9 @@ config.test_exec_root = os.path.join(config.tgc_binary_dir, "tests", "lit")
 
 config.substitutions.append(("%tgc", os.path.join(config.tgc_binary_dir, "tgc")))
 config.substitutions.append(("%python", config.python))
+# FileCheck for floats: numbers compared as numbers, within the tolerance the RUN line states (tests/e2e/numcheck.py).
+config.substitutions.append(
+    ("%numcheck", config.python + " " + os.path.join(config.tgc_source_dir, "tests", "e2e", "numcheck.py")))
 # The fake CUDA driver the tests build (tests/fake_cuda): TGC_CUDA_DRIVER=%fake_cuda runs tgc's CUDA device on it.
 config.substitutions.append(("%fake_cuda", config.fake_cuda))
 config.substitutions.append(("%fake_cublas", config.fake_cublas))

@@ -1,5 +1,6 @@
 #include "runtime/HostAllocator.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -42,6 +43,8 @@ private:
   size_t cachedBytes_ = 0;
 };
 
+std::atomic<size_t> bufferLimit{SIZE_MAX};
+
 /// Never destroyed: tensors held by static objects may be freed after main returns.
 BufferCache &cache() {
   static BufferCache *instance = new BufferCache;
@@ -50,7 +53,12 @@ BufferCache &cache() {
 
 } // namespace
 
+void setHostBufferLimit(size_t bytes) {
+  bufferLimit = bytes;
+}
+
 std::shared_ptr<std::byte> allocateHostBuffer(size_t bytes) {
+  if (bytes > bufferLimit) return nullptr;
   // aligned_alloc wants a multiple of the alignment; a zero-size request still gets a buffer.
   size_t rounded = bytes ? (bytes + kAlignment - 1) / kAlignment * kAlignment : kAlignment;
   if (rounded < kCachedFrom) {

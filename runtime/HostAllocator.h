@@ -8,8 +8,14 @@
 
 namespace tg::runtime {
 
-/// A buffer of at least `bytes` bytes, aligned to 64 bytes; nullptr when memory is exhausted. Buffers of 1
-/// MiB and more come from, and return to, a cache holding at most 1 GiB. Thread-safe.
+/// A buffer of at least `bytes` bytes, aligned to 64 bytes; nullptr when memory is exhausted, or when `bytes`
+/// exceeds the limit of setHostBufferLimit. Buffers of 1 MiB and more come from, and return to, a cache
+/// holding at most 1 GiB. Thread-safe.
 std::shared_ptr<std::byte> allocateHostBuffer(size_t bytes);
+
+/// Refuses buffers larger than `bytes` from now on, as if memory were exhausted (a program that asks for
+/// one gets tgc's "out of memory" error): for a process that runs untrusted programs and must keep its
+/// memory, such as the REPL's fuzzer. There is no limit until it is called.
+void setHostBufferLimit(size_t bytes);
 
 } // namespace tg::runtime

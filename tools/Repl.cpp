@@ -306,14 +306,16 @@ private:
         std::string("let ") + kValueName + " = (\n" + expression + "\n)\noutput " + kValueName + "\n", 1);
   }
 
-  opt::OptimizerOptions optimizerOptions(bool onDevice) const {
-    opt::OptimizerOptions options;
+  /// Runs the session's optimizer options over `program`, placed on a device or not (none with -O0).
+  void optimize(ir::Program &program, bool onDevice, opt::PlacementReasons *reasons = nullptr) {
+    if (!options_.optimize) return;
+    opt::OptimizerOptions options = options_.optimizer;
     options.device = onDevice;
-    return options;
+    optimizeProgram(program, options, reasons);
   }
 
   std::vector<runtime::Tensor> run(ir::Program &program) {
-    optimizeProgram(program, optimizerOptions(device_ != nullptr));
+    optimize(program, device_ != nullptr);
     runtime::Session session(program, device_.get());
     return session.step(keptValues());
   }
@@ -456,18 +458,18 @@ private:
     } else if (word == ":ir" || word == ":opt") {
       std::unique_ptr<ir::Program> program = buildExpression(rest);
       if (!program) return true;
-      if (word == ":opt") optimizeProgram(*program, optimizerOptions(device_ != nullptr));
+      if (word == ":opt") optimize(*program, device_ != nullptr);
       out_ << ir::printIr(*program);
     } else if (word == ":llvm" || word == ":ptx") {
       std::unique_ptr<ir::Program> program = buildExpression(rest);
       if (!program) return true;
-      optimizeProgram(*program, optimizerOptions(word == ":ptx" || device_ != nullptr));
+      optimize(*program, word == ":ptx" || device_ != nullptr);
       out_ << relocate(printKernels(*program, word == ":ptx", options_.gpuArch));
     } else if (word == ":explain") {
       std::unique_ptr<ir::Program> program = buildExpression(rest);
       if (!program) return true;
       opt::PlacementReasons reasons;
-      optimizeProgram(*program, optimizerOptions(true), &reasons);
+      optimize(*program, true, &reasons);
       out_ << relocate(explainPlacement(*program, reasons));
     } else if (word == ":time") {
       time(rest);
@@ -481,7 +483,7 @@ private:
     auto start = Clock::now();
     std::unique_ptr<ir::Program> program = buildExpression(expression);
     if (!program) return;
-    optimizeProgram(*program, optimizerOptions(device_ != nullptr));
+    optimize(*program, device_ != nullptr);
     runtime::Session session(*program, device_.get());
     std::map<std::string, runtime::Tensor> inputs = keptValues();
     session.step(inputs); // kernels compiled (or read from the cache) here

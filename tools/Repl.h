@@ -8,6 +8,8 @@
 // banner, so sessions can be scripted and tested.
 #pragma once
 
+#include "opt/Pipeline.h"
+
 #include <istream>
 #include <ostream>
 #include <string>
@@ -17,8 +19,10 @@ namespace tg::tools {
 struct ReplOptions {
   std::string device = "auto"; // as tgc run --device
   std::string gpuArch = "sm_90";
-  bool interactive = false; // a terminal: line editing, prompts, banner, history
-  std::string historyFile;  // interactive only; empty for none
+  bool interactive = false;        // a terminal: line editing, prompts, banner, history
+  std::string historyFile;         // interactive only; empty for none
+  opt::OptimizerOptions optimizer; // as tgc run's optimizer options (the device is the session's)
+  bool optimize = true;            // false: -O0, no pass
 };
 
 /// Runs a session until the input ends or `:quit [CODE]`; returns the exit code (0 unless `:quit CODE`).

@@ -5,7 +5,7 @@
 //           [--no-cache]
 //   tgc compile FILE.tg --emit=ast|ir|opt|json|dot|llvm|ptx [-o FILE] [--gpu-arch sm_XX] [--no-cache]
 //           [optimizer options]
-//   tgc repl [--device ...] [--gpu-arch sm_XX] [--no-cache]   (also `tgc` alone on a terminal)
+//   tgc repl [--device ...] [--gpu-arch sm_XX] [--no-cache] [optimizer options]   (also `tgc` alone)
 //   optimizer options include --lift=global|local (the device placement strategy)
 //
 // Exit codes: 0 success, 1 a user error in the script or its inputs, 2 bad usage, 3 an internal error.
@@ -79,7 +79,7 @@ compile options:
                                auto and cpu compile for the CPU
   --no-cache                   as for run (PTX is cached too)
 
-optimizer options (compile and run):
+optimizer options (compile, run and repl):
   --stop-after=PASS        run no pass after PASS
   --print-after=PASS       print the graph after PASS (to standard error)
   --opt-include=NAME       also run the passes with this name or tag
@@ -365,6 +365,8 @@ int repl(const Options &options, bool terminal) {
   repl.device = options.device;
   repl.gpuArch = options.gpuArch;
   repl.interactive = terminal;
+  repl.optimizer = options.optimizer;
+  repl.optimize = options.optimize;
   if (terminal) repl.historyFile = tools::defaultHistoryFile();
   return tools::runRepl(repl, std::cin, std::cout, std::cerr);
 }

@@ -1,0 +1,18 @@
+# Sourced by tools/setup.sh and tools/fuzz.sh: the Debian packages tgc builds with, and how to install those
+# that are missing (as root, or with sudo).
+
+TGC_PACKAGES=(cmake ninja-build g++ llvm-19-dev llvm-19-tools antlr4 default-jre-headless libantlr4-runtime-dev
+  libopenblas-dev nlohmann-json3-dev python3-numpy libgtest-dev libgmock-dev libedit-dev tmux)
+
+# install_missing PACKAGE...: installs the packages not installed yet, quietly; nothing when all are.
+install_missing() {
+  local missing=() p sudo_cmd=""
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -gt 0 ] || return 0
+  echo "installing ${missing[*]}"
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}

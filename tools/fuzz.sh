@@ -39,10 +39,12 @@ export ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 log="$build/fuzz-$target.log"
 status=0
+started=$(date +%s)
 # Standard input is /dev/null: a script may name /dev/stdin, which must not wait for a terminal.
 "$build/tests/fuzz/tgc_fuzz_$target" "$corpus" "$seeds" -dict="$dictionary" -max_total_time="$seconds" \
   -timeout=60 -rss_limit_mb=4096 -max_len=8192 -print_final_stats=1 -artifact_prefix="$findings/" "$@" \
   < /dev/null > "$log" 2>&1 || status=$?
+elapsed=$(($(date +%s) - started))
 executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
 coverage=$(grep -o 'cov: [0-9]* ft: [0-9]*' "$log" | tail -n 1 || true)
 if [ "$status" -ne 0 ]; then
@@ -50,4 +52,4 @@ if [ "$status" -ne 0 ]; then
   echo "fuzz.sh: $target: FOUND a problem after ${executions:-?} executions; the input is in $findings/ (log: $log)"
   exit 1
 fi
-echo "fuzz.sh: $target: ${executions:-0} executions in $seconds s, ${coverage:-no coverage figure}, nothing found"
+echo "fuzz.sh: $target: ${executions:-0} executions in $elapsed s, ${coverage:-no coverage figure}, nothing found"

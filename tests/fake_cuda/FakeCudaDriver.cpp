@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -24,11 +25,13 @@ namespace {
 using CUresult = int;
 using CUdeviceptr = unsigned long long;
 
-struct Module {
-  std::string image;
-};
 struct Function {
   std::string name;
+};
+/// A loaded module owns its functions, as the driver's do: a function handle is valid until cuModuleUnload.
+struct Module {
+  std::string image;
+  std::map<std::string, std::unique_ptr<Function>> functions;
 };
 
 struct State {
@@ -302,7 +305,9 @@ CUresult cuModuleGetFunction(void **function, void *module, const char *name) {
   if (CUresult failed = enter("cuModuleGetFunction", name)) return failed;
   const std::string &image = static_cast<Module *>(module)->image;
   if (image.find(".entry " + std::string(name) + "(") == std::string::npos) return 500;
-  *function = new Function{name}; // kept for the process, as a real module keeps its functions
+  std::unique_ptr<Function> &found = static_cast<Module *>(module)->functions[name];
+  if (!found) found = std::make_unique<Function>(Function{name});
+  *function = found.get();
   return 0;
 }
 

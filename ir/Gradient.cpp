@@ -148,8 +148,11 @@ Value *GradientBuilder::sumToShape(Value *g, const TensorType &target) {
 Value *GradientBuilder::insertAxes(Value *v, const std::vector<int64_t> &axes) {
   if (axes.empty()) return v;
   Shape shape = v->type().shape;
-  for (int64_t axis : axes)
+  for (int64_t axis : axes) {
+    TG_ASSERT(axis >= 0 && static_cast<size_t>(axis) <= shape.size())
+        << "inserting axis " << axis << " into " << shapeString(shape);
     shape.insert(shape.begin() + axis, Dim::of(1));
+  }
   if (auto sizes = staticSizes(shape)) {
     OpAttrs attrs;
     attrs.shape = *sizes;
@@ -325,10 +328,15 @@ std::pair<Value *, Value *> GradientBuilder::matmulGradients(Value *a, Value *b,
 Value *GradientBuilder::reductionGradient(const Node &node, Value *g) {
   Value *x = node.input(0);
   const OpAttrs &attrs = node.op().attrs();
-  // Leading reduced axes need no size-1 axis: broadcasting adds them (a full reduction's 0-d g stays 0-d).
+  // Leading reduced axes need no size-1 axis: broadcasting adds them (a full reduction's 0-d g stays 0-d). The
+  // others are counted in a shape without the leading ones: reducing [2, 3, 4] over axes 0 and 2 gives g of
+  // [3], which becomes [3, 1], not [3, ., 1].
+  size_t leading = 0;
+  while (leading < attrs.axes.size() && attrs.axes[leading] == static_cast<int64_t>(leading))
+    ++leading;
   std::vector<int64_t> inner;
-  for (size_t i = 0; i < attrs.axes.size(); ++i)
-    if (attrs.axes[i] != static_cast<int64_t>(i)) inner.push_back(attrs.axes[i]);
+  for (size_t i = leading; i < attrs.axes.size(); ++i)
+    inner.push_back(attrs.axes[i] - static_cast<int64_t>(leading));
   auto keepdims = [&](Value *v) { return attrs.keepdims ? v : insertAxes(v, inner); };
   switch (node.op().kind()) {
   case OpKind::Sum:

@@ -351,6 +351,9 @@ TEST_F(GradientTest, Reductions) {
       {{2, 3, 4}, {}, {0, 1, 2}, false},   {{2, 3, 4}, {}, {1}, false},    {{2, 3, 4}, {}, {0, 2}, true},
       {{5, 3}, {"n"}, {0}, false},         {{5, 3}, {"n"}, {0, 1}, false}, {{5, 3}, {"n"}, {1}, true},
       {{5, 3, 2}, {"n", "m"}, {2}, false}, // two symbolic kept dimensions
+      // Axes that are not adjacent, after a leading one: g's axes come back counted without it.
+      {{2, 3, 4}, {}, {0, 2}, false},      {{2, 3, 1, 4}, {}, {0, 2}, false}, {{2, 3, 4, 5}, {}, {0, 2, 3}, false},
+      {{2, 3, 4, 5}, {}, {1, 3}, false},   {{2, 3, 1, 5}, {"", "", "", "n"}, {0, 2}, false},
   };
   for (OpKind kind : {OpKind::Sum, OpKind::Mean, OpKind::Max, OpKind::Min, OpKind::Prod}) {
     for (const Config &c : configs) {

@@ -147,10 +147,14 @@ private:
     if (producer->op().place() != place_ || input->type().shape != shape_) return;
     // Read outside the cluster: by a graph output or a node that stays (the nodes the pass replaced are
     // listed as readers until it removes them, at the end).
-    bool shared = false;
-    for (const ir::Use &use : input->clients())
+    bool shared = false, compared = false;
+    for (const ir::Use &use : input->clients()) {
       shared = shared || !use.node || (clusterOfNode(use.node) != cluster_ && !dies(use.node));
-    if (shared && (!reduction_ || copies_ == kMaxPrologueCopies)) return;
+      compared = compared || (use.node && ir::isComparison(use.node->op().kind()));
+    }
+    // Two kernels may compute one value with different last bits (vector math in one, scalar in the other),
+    // so a value that is compared is never recomputed: max's gradient, x == max(x), must see its own maximum.
+    if (shared && (!reduction_ || copies_ == kMaxPrologueCopies || compared)) return;
     // Absorbing the producer trades its value for its own operands as inputs of the fused node.
     size_t added = 0;
     for (Value *operand : producer->inputs())

@@ -190,6 +190,34 @@ TEST(FusionTest, ATenThousandNodeChainIsOneKernelThatRuns) {
   EXPECT_TRUE(closeEnough(run(graph, 3)[0], run(reference, 3)[0]));
 }
 
+TEST(FusionTest, AComparedValueIsComputedOnce) {
+  // max's gradient compares x with its maximum: y = sin(x); mask = (y == max(y)). Copied into the max's
+  // prologue, sin would be computed by two kernels, with last bits that may differ (vector math in one,
+  // scalar in the other), and the mask could be false everywhere. sin becomes a kernel of its own that both
+  // read.
+  ir::Graph graph;
+  Value *x = graph.addInput(f32({8}), "x");
+  Value *y = graph.addNode(ir::Op(OpKind::Sin), {x})->output();
+  ir::OpAttrs all;
+  all.axes = {0};
+  all.keepdims = true;
+  Value *top = graph.addNode(ir::Op(OpKind::Max, all), {y})->output();
+  Value *mask = graph.addNode(ir::Op(OpKind::Eq), {y, top})->output();
+  graph.addOutput(
+      graph.addNode(ir::Op(OpKind::Cos), {graph.addNode(ir::Op(OpKind::Where), {mask, x, y})->output()})
+          ->output());
+  PassProfile profile;
+  fuseElementwise(graph, profile);
+  graph.removeDeadNodes();
+  ASSERT_TRUE(graph.verify().empty()) << graph.verify().front();
+  size_t sines = 0;
+  for (const Node *node : graph.toposort())
+    for (const std::string &member :
+         node->op().attrs().body ? node->op().attrs().body->memberNames() : std::vector<std::string>{})
+      sines += member == "sin";
+  EXPECT_EQ(sines, 1u) << "sin is computed by one kernel, read by the max and by the comparison";
+}
+
 TEST(FusionTest, SixtyFourBitIntegersBeyondDoublesStayInputs) {
   ir::Graph graph;
   Value *x = graph.addInput({DType::I64, {ir::Dim::of(2)}, ir::Place::Host}, "x");

@@ -80,20 +80,6 @@ public:
   explicit SourceStream(const std::string &text) { _data = decodeWithoutComments(text); }
 };
 
-/// The 1-based line and column (in code points, like ANTLR's) of a byte offset into valid UTF-8 text.
-SourceLoc locationOfOffset(const std::string &text, size_t offset, std::shared_ptr<const std::string> file) {
-  SourceLoc loc{std::move(file), 1, 1};
-  for (size_t i = 0; i < offset; ++i) {
-    if (text[i] == '\n') {
-      ++loc.line;
-      loc.column = 1;
-    } else if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
-      ++loc.column;
-    }
-  }
-  return loc;
-}
-
 /// "FF" for the byte 0xff.
 std::string hexDigits(unsigned char byte) {
   char buffer[4];
@@ -565,7 +551,7 @@ std::unique_ptr<Module> parseModule(std::string text, std::shared_ptr<const std:
   unsigned errorsBefore = diags.errorCount();
   // ANTLR's input stream throws on invalid UTF-8 without saying where: find the byte first.
   if (std::optional<size_t> offset = findInvalidUtf8(source)) {
-    diags.error(locationOfOffset(source, *offset, file),
+    diags.error(ir::locationOfOffset(source, *offset, file),
                 "invalid UTF-8 byte 0x" + hexDigits(source[*offset]));
     return nullptr;
   }

@@ -18,6 +18,9 @@ struct SourceLoc {
   std::string str() const;
 };
 
+/// The location of a byte offset into UTF-8 text: 1-based line, and column in code points (as ANTLR counts).
+SourceLoc locationOfOffset(const std::string &text, size_t offset, std::shared_ptr<const std::string> file);
+
 /// An error a user can cause (a bad script, a wrong shape, a bad input file), thrown where it is found and
 /// reported with its location and exit code 1. Never used for compiler bugs (those are TG_ASSERTs).
 class UserError : public std::exception {

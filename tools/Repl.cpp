@@ -234,16 +234,8 @@ private:
     static const auto file = std::make_shared<const std::string>(kSource);
     lastSource_ = input;
     lastOffset_ = 0;
-    ir::SourceLoc loc{file, 1, 1};
-    for (size_t i = 0; i < offset; ++i) {
-      if (input[i] == '\n') {
-        ++loc.line;
-        loc.column = 1;
-      } else if ((static_cast<unsigned char>(input[i]) & 0xC0) != 0x80) {
-        ++loc.column;
-      }
-    }
-    throw ir::UserError("'" + std::string(1, input[offset]) + "' is never closed", loc);
+    throw ir::UserError("'" + std::string(1, input[offset]) + "' is never closed",
+                        ir::locationOfOffset(input, offset, file));
   }
 
   /// Refuses the words after a command that takes none.

@@ -47,6 +47,10 @@ started=$(date +%s)
 elapsed=$(($(date +%s) - started))
 executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
 coverage=$(grep -o 'cov: [0-9]* ft: [0-9]*' "$log" | tail -n 1 || true)
+if [ "$status" -ne 0 ] && grep -q "libFuzzer: run interrupted" "$log"; then
+  echo "fuzz.sh: $target: interrupted after ${executions:-?} executions in $elapsed s, nothing found"
+  exit 130
+fi
 if [ "$status" -ne 0 ]; then
   tail -n 60 "$log"
   echo "fuzz.sh: $target: FOUND a problem after ${executions:-?} executions; the input is in $findings/ (log: $log)"

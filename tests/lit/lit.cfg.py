@@ -38,6 +38,9 @@ if os.path.exists(os.environ.get("TGC_LIBDEVICE", "/usr/local/cuda/nvvm/libdevic
     config.available_features.add("libdevice")
 if "TGC_LIBDEVICE" in os.environ:
     config.environment["TGC_LIBDEVICE"] = os.environ["TGC_LIBDEVICE"]
+# A build with sanitizers (-DTGC_SANITIZE=...): memory measurements do not apply to it.
+if config.sanitize:
+    config.available_features.add("sanitizers")
 # The CPU host kernels are compiled for (the suite also runs under each x86-64 level: tests/CMakeLists.txt).
 if "TGC_HOST_CPU" in os.environ:
     config.environment["TGC_HOST_CPU"] = os.environ["TGC_HOST_CPU"]

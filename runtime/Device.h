@@ -1,10 +1,12 @@
 // Device: where the device-placed nodes of a graph run and their values live. The executor moves values with
 // upload/download (the graph's to_device/to_host nodes) and hands every device node to run().
 //
-//   sim    the simulated device: its memory is host memory apart from the host's tensors (so every transfer
-//          is a real copy), and its nodes run on the CPU runtime, fused nodes through the device kernels'
-//          code compiled for the host (runtime/FusedKernel.cpp)
+//   sim    the simulated device: memory of its own, and the device kernels' code compiled for the host, run
+//          over the grid a GPU would get (runtime/SimDevice.cpp)
 //   cuda   a CUDA GPU through the driver API (runtime/cuda/CudaDevice.h)
+//
+// Both are the device layer (runtime/DeviceLayer.h) on their own primitives: what each op becomes is
+// decided once, so the simulated device runs what a GPU runs.
 #pragma once
 
 #include "ir/Graph.h"

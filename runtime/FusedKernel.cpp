@@ -1,8 +1,6 @@
-// Fused nodes on the CPU runtime. A host fused node runs its generated kernel (codegen's host JIT), split
-// across threads; a device fused node on the simulated device runs the device kernel's code compiled for the
-// host, block by block over a simulated grid, so that the index math that goes into the PTX is what runs.
-// A reduction with a prologue runs as one generated reduction kernel: threads over ranges of outputs on the
-// host, one simulated block per output on the device (codegen/KernelBuilder.h). evaluateFusedByKernels, the
+// Fused nodes on the CPU runtime: the generated kernel (codegen's host JIT), split across threads. A
+// reduction with a prologue runs as one generated reduction kernel, threads over ranges of outputs. (On a
+// device, fused nodes go through the device layer: runtime/DeviceLayer.h.) evaluateFusedByKernels, the
 // program run op by op by the CPU kernels, is the reference the generated kernels are tested against.
 #include "codegen/Kernel.h"
 #include "ir/ScalarGraph.h"
@@ -21,8 +19,6 @@ namespace {
 
 /// Elements below which a host kernel runs on the calling thread alone (a thread costs more than it saves).
 constexpr int64_t kElementsPerThread = 1 << 16;
-/// The simulated device's launch shape: what the CUDA runtime will pick for a 1-D elementwise launch.
-constexpr int64_t kSimBlockSize = 256, kSimMaxBlocks = 4096;
 
 std::atomic<int> configuredThreads{0}; // 0: the machine's cores
 
@@ -62,22 +58,6 @@ Tensor runHost(const ir::ScalarGraph &body, const std::vector<Tensor> &operands)
   return launch.output;
 }
 
-/// Runs a simulated-device kernel block by block over a grid of `blocks` blocks of `blockSize` threads.
-void runSimulatedGrid(codegen::SimDeviceKernel kernel, const codegen::KernelArgs &args, int64_t count,
-                      int64_t blocks, int64_t blockSize) {
-  for (int64_t block = 0; block < blocks; ++block)
-    check(kernel(&args, count, block, blockSize, blocks));
-}
-
-Tensor runSimulatedDevice(const ir::ScalarGraph &body, const std::vector<Tensor> &operands) {
-  Launch launch(body, operands, Tensor::empty);
-  codegen::SimDeviceKernel kernel = codegen::compileSimDeviceKernel({&body, launch.layout});
-  int64_t count = launch.output.numElements();
-  int64_t blocks = std::clamp<int64_t>((count + kSimBlockSize - 1) / kSimBlockSize, 1, kSimMaxBlocks);
-  runSimulatedGrid(kernel, launch.args, count, blocks, kSimBlockSize);
-  return launch.output;
-}
-
 Tensor runHostReduction(const ir::Op &op, const std::vector<Tensor> &operands, ir::DType dtype) {
   ReductionLaunch launch(op, operands, dtype, Tensor::empty);
   codegen::KernelSpec spec{op.attrs().body.get(), launch.layout};
@@ -93,18 +73,6 @@ Tensor runHostReduction(const ir::Op &op, const std::vector<Tensor> &operands, i
   int64_t work = count * std::max<int64_t>(launch.reducedCount, 1);
   runOnThreads(spec, kernel, launch.args, count,
                std::clamp<int64_t>(std::min(work / kElementsPerThread, count), 1, hostThreads()));
-  return launch.output;
-}
-
-/// One simulated block per output (up to kSimMaxBlocks, grid-striding beyond), as many threads as the reduced
-/// elements need, in whole warps, up to kSimBlockSize: what the CUDA launch will pick.
-Tensor runSimulatedDeviceReduction(const ir::Op &op, const std::vector<Tensor> &operands, ir::DType dtype) {
-  ReductionLaunch launch(op, operands, dtype, Tensor::empty);
-  codegen::SimDeviceKernel kernel = codegen::compileSimDeviceKernel({op.attrs().body.get(), launch.layout});
-  int64_t count = launch.output.numElements();
-  if (count == 0) return launch.output;
-  int64_t blockSize = std::clamp<int64_t>((launch.reducedCount + 31) / 32 * 32, 32, kSimBlockSize);
-  runSimulatedGrid(kernel, launch.args, count, std::min(count, kSimMaxBlocks), blockSize);
   return launch.output;
 }
 
@@ -153,10 +121,7 @@ Tensor evaluateFusedByKernels(const ir::Op &fused, const std::vector<Tensor> &in
 
 Tensor fusedKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype) {
   const ir::ScalarGraph &body = *op.attrs().body;
-  bool device = op.place() == ir::Place::Device;
-  if (body.reduction)
-    return device ? runSimulatedDeviceReduction(op, inputs, dtype) : runHostReduction(op, inputs, dtype);
-  return device ? runSimulatedDevice(body, inputs) : runHost(body, inputs);
+  return body.reduction ? runHostReduction(op, inputs, dtype) : runHost(body, inputs);
 }
 
 } // namespace tg::runtime

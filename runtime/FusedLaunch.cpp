@@ -7,7 +7,8 @@
 namespace tg::runtime {
 
 Launch::Launch(const ir::ScalarGraph &body, const std::vector<Tensor> &operands,
-               const AllocateOutput &allocate) {
+               const AllocateOutput &allocate, std::vector<int64_t> outputShape)
+    : shape(std::move(outputShape)) {
   for (const Tensor &input : operands)
     shape = broadcastShapes(shape, input.shape());
   output = allocate(body.resultDtype(), shape);

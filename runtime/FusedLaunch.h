@@ -23,7 +23,10 @@ struct Launch {
   codegen::Layout layout = codegen::Layout::Contiguous;
   codegen::KernelArgs args{};
 
-  Launch(const ir::ScalarGraph &body, const std::vector<Tensor> &operands, const AllocateOutput &allocate);
+  /// The output's shape is the operands' broadcast shape, broadcast with `shape` (a program of immediates
+  /// alone, with no operand, gets its shape there).
+  Launch(const ir::ScalarGraph &body, const std::vector<Tensor> &operands, const AllocateOutput &allocate,
+         std::vector<int64_t> shape = {});
   Launch(const Launch &) = delete; // args points into the members
 };
 

@@ -1,29 +1,111 @@
-// The simulated device (Device.h): host memory kept apart by copying at every transfer, and the CPU runtime
-// for its nodes (which runs device fused nodes through the simulated grid).
-#include "runtime/Device.h"
-#include "runtime/Kernels.h"
+// The simulated device (Device.h): the device layer (DeviceLayer.h) on memory of its own and on the device
+// kernels' code compiled for the host (codegen's simulated-device kernels: the index math that goes into the
+// PTX), run block by block over the grid a GPU would get. gemm is the host's BLAS on the simulated memory, as
+// cuBLAS is a library and not generated code.
+#include "ir/SourceLoc.h"
+#include "runtime/DeviceLayer.h"
+
+#include <cblas.h>
+#include <cstdlib>
+#include <cstring>
 
 namespace tg::runtime {
 
 namespace {
 
-class SimDevice : public Device {
+/// The simulated GPU's multiprocessors, which decide launch shapes: an H200's.
+constexpr unsigned kSimMultiprocessors = 132;
+/// Every block starts on this boundary, as cuMemAlloc's do.
+constexpr size_t kAlignment = 256;
+
+class SimMemory : public DeviceMemory {
 public:
+  DeviceAddress allocate(size_t bytes) override {
+    size_t rounded = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
+    void *block = rounded >= bytes ? std::aligned_alloc(kAlignment, rounded) : nullptr;
+    if (!block)
+      throw ir::UserError("out of device memory (sim): cannot allocate " + std::to_string(bytes) + " bytes");
+    return reinterpret_cast<uintptr_t>(block);
+  }
+  void release(DeviceAddress block) override { std::free(reinterpret_cast<void *>(block)); }
+};
+
+template <typename T>
+T *pointer(DeviceAddress address) {
+  return reinterpret_cast<T *>(static_cast<uintptr_t>(address));
+}
+
+class SimDevice : public DeviceLayer {
+public:
+  SimDevice() : DeviceLayer("sim", std::make_shared<SimMemory>(), kSimMultiprocessors) {}
+
   std::string describe() const override { return "sim"; }
 
-  Tensor upload(const Tensor &host) override { return copy(host); }
-  Tensor download(const Tensor &device) override { return copy(device); }
-
-  Tensor run(const ir::Node &node, const std::vector<Tensor> &arguments) override {
-    return runOp(node.op(), arguments, {node.output()->type()}).at(0);
-  }
-
 private:
-  static Tensor copy(const Tensor &source) {
-    Tensor copy = Tensor::empty(source.dtype(), source.shape());
-    copy.copyFrom(source);
-    return copy;
+  void copyToDevice(DeviceAddress target, const void *source, size_t bytes) override {
+    std::memcpy(pointer<void>(target), source, bytes);
   }
+  void copyToHost(void *target, DeviceAddress source, size_t bytes) override {
+    std::memcpy(target, pointer<const void>(source), bytes);
+  }
+  void copyOnDevice(DeviceAddress target, DeviceAddress source, size_t bytes) override {
+    std::memcpy(pointer<void>(target), pointer<const void>(source), bytes);
+  }
+
+  /// Block after block, each running its threads in turn; a failing block stores its code in the error flag
+  /// as the GPU's threads do (the first code stays).
+  void launch(const FusedKernelLaunch &launch) override {
+    codegen::SimDeviceKernel kernel = codegen::compileSimDeviceKernel(launch.spec);
+    codegen::KernelArgs args{launch.rank,
+                             pointer<const int64_t>(launch.shape),
+                             pointer<const void *const>(launch.inputs),
+                             pointer<const int64_t>(launch.strides),
+                             pointer<void>(launch.output),
+                             launch.reducedRank};
+    int32_t *flag = pointer<int32_t>(launch.errorFlag);
+    for (int64_t block = 0; block < launch.grid.blocksX; ++block) {
+      int32_t code = kernel(&args, launch.count, block, launch.grid.threadsX, launch.grid.blocksX);
+      if (code != codegen::kKernelOk && *flag == codegen::kKernelOk) *flag = code;
+    }
+  }
+
+  void launch(const MatmulKernelLaunch &launch) override {
+    codegen::SimMatmulKernel kernel = codegen::compileSimMatmulKernel(launch.dtype);
+    codegen::MatmulArgs args{launch.n,
+                             launch.m,
+                             launch.k,
+                             pointer<const void>(launch.a),
+                             launch.aRowStride,
+                             launch.aColStride,
+                             pointer<const void>(launch.b),
+                             launch.bRowStride,
+                             launch.bColStride,
+                             pointer<void>(launch.c)};
+    for (int64_t y = 0; y < launch.grid.blocksY; ++y)
+      for (int64_t x = 0; x < launch.grid.blocksX; ++x)
+        kernel(&args, x, y);
+  }
+
+  bool hasGemm(ir::DType dtype) const override { return dtype == ir::DType::F32 || dtype == ir::DType::F64; }
+
+  void gemm(const Gemm &g) override {
+    auto transpose = [](bool transposed) { return transposed ? CblasTrans : CblasNoTrans; };
+    int n = static_cast<int>(g.n), m = static_cast<int>(g.m), k = static_cast<int>(g.k);
+    int lda = static_cast<int>(g.leadingA), ldb = static_cast<int>(g.leadingB), ldc = std::max(1, m);
+    for (int64_t i = 0; i < g.batch; ++i) {
+      if (g.dtype == ir::DType::F32)
+        cblas_sgemm(CblasRowMajor, transpose(g.transposeA), transpose(g.transposeB), n, m, k, 1.0f,
+                    pointer<const float>(g.a) + i * g.strideA, lda, pointer<const float>(g.b) + i * g.strideB,
+                    ldb, 0.0f, pointer<float>(g.c) + i * g.strideC, ldc);
+      else
+        cblas_dgemm(CblasRowMajor, transpose(g.transposeA), transpose(g.transposeB), n, m, k, 1.0,
+                    pointer<const double>(g.a) + i * g.strideA, lda,
+                    pointer<const double>(g.b) + i * g.strideB, ldb, 0.0,
+                    pointer<double>(g.c) + i * g.strideC, ldc);
+    }
+  }
+
+  void waitForDevice() override {}
 };
 
 } // namespace

@@ -67,7 +67,7 @@ Tensor Tensor::onDevice(std::shared_ptr<std::byte> buffer, DType dtype, std::vec
   tensor.dtype_ = dtype;
   tensor.strides_ = contiguousStrides(shape);
   tensor.shape_ = std::move(shape);
-  tensor.memory_ = Memory::Cuda;
+  tensor.memory_ = Memory::Device;
   return tensor;
 }
 

@@ -1,8 +1,8 @@
 // Tensor: a host array. A handle to a shared, 64-byte aligned buffer plus a strided view of it (dtype, shape,
 // strides in elements, offset), so that transpose, slicing and broadcasting are views without copies.
-// Copies of a Tensor share the buffer; kernels never write into their inputs. A tensor in a CUDA device's
-// memory (runtime/cuda) is the same handle over a device address: its views are made on the host, and only
-// kernels read its elements.
+// Copies of a Tensor share the buffer; kernels never write into their inputs. A tensor in a device's
+// memory (runtime/DeviceLayer.h) is the same handle over a device address: its views are made on the host,
+// and only kernels read its elements.
 #pragma once
 
 #include "ir/TensorData.h"
@@ -15,8 +15,8 @@
 
 namespace tg::runtime {
 
-/// Where a tensor's elements are: host memory (the CPU's and the simulated device's), or a CUDA device's.
-enum class Memory : uint8_t { Host, Cuda };
+/// Where a tensor's elements are: host memory, or a device's (CUDA's, or the simulated device's own).
+enum class Memory : uint8_t { Host, Device };
 
 class Tensor {
 public:

@@ -810,14 +810,16 @@ class Runner:
     def __init__(self, args, workdir):
         self.tgc, self.device, self.verbose, self.workdir = args.tgc, args.device, args.verbose, workdir
         self.invocations = 0
+        self.run_options = list(getattr(args, "run_options", []))  # more options of `tgc run`
 
-    def invoke(self, group, cases, folder):
-        """Runs `cases` of `group` as one script; returns (process, {case name: array or load error})."""
+    def invoke(self, group, cases, folder, env=None):
+        """Runs `cases` of `group` as one script (in `env`, default this process's environment); returns (process,
+        {case name: array or load error})."""
         source = group.source(cases)
         script = os.path.join(folder, "case.tg")
         with open(script, "w") as f:
             f.write(source)
-        command = [self.tgc, "run", script]
+        command = [self.tgc, "run", script] + self.run_options
         if self.device:
             command += ["--device", self.device]
         for name in group.used_inputs(cases):
@@ -831,7 +833,7 @@ class Runner:
             command += ["--out", "%s=%s" % (case.name, path)]
         self.invocations += 1
         try:
-            process = subprocess.run(command, capture_output=True, text=True, timeout=300)
+            process = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
         except subprocess.TimeoutExpired:
             process = subprocess.CompletedProcess(command, "a timeout", "", "killed after 300 s")
         results = {}

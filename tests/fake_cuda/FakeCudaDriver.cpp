@@ -6,6 +6,7 @@
 // Configured by environment variables, read when cuInit runs:
 //   TGC_FAKE_CUDA_DEVICES=N        how many devices answer (default 1; 0 makes cuInit fail with NO_DEVICE)
 //   TGC_FAKE_CUDA_MEMORY=BYTES     device memory (default 1 GiB); cuMemAlloc beyond it is OUT_OF_MEMORY
+//   TGC_FAKE_CUDA_SMS=N            multiprocessors (default 4; the simulated device has 132)
 //   TGC_FAKE_CUDA_MISSING=NAME     cuGetProcAddress does not know this function
 //   TGC_FAKE_CUDA_FAIL=NAME:CODE   every call of NAME returns CODE
 //   TGC_FAKE_CUDA_LOG=FILE         append each call, one line, to FILE
@@ -38,6 +39,7 @@ struct State {
   std::mutex mutex;
   bool initialized = false;
   int devices = 1;
+  int multiprocessors = 4;
   size_t memory = size_t(1) << 30, used = 0;
   std::map<CUdeviceptr, size_t> allocations;
   std::string failName;
@@ -133,6 +135,8 @@ CUresult cuInit(unsigned int) {
   s.memory = variable("TGC_FAKE_CUDA_MEMORY").empty()
                  ? size_t(1) << 30
                  : std::strtoull(variable("TGC_FAKE_CUDA_MEMORY").c_str(), nullptr, 10);
+  s.multiprocessors =
+      variable("TGC_FAKE_CUDA_SMS").empty() ? 4 : std::atoi(variable("TGC_FAKE_CUDA_SMS").c_str());
   std::string fail = variable("TGC_FAKE_CUDA_FAIL");
   size_t colon = fail.find(':');
   s.failName = colon == std::string::npos ? "" : fail.substr(0, colon);
@@ -186,8 +190,8 @@ CUresult cuDeviceGetAttribute(int *value, int attribute, int) {
     *value = 1024;
     break; // max threads per block
   case 16:
-    *value = 4;
-    break; // multiprocessors
+    *value = state().multiprocessors;
+    break;
   case 36:
     *value = 2619000;
     break; // memory clock, kHz

@@ -129,7 +129,7 @@ TEST_F(CudaDeviceTest, TransfersRoundTripDirectlyAndThroughStaging) {
   for (std::vector<int64_t> shape : {std::vector<int64_t>{3}, std::vector<int64_t>{1024, 2560}}) {
     Tensor host = range(DType::F32, shape);
     Tensor onDevice = device->upload(host);
-    EXPECT_EQ(onDevice.memory(), Memory::Cuda);
+    EXPECT_EQ(onDevice.memory(), Memory::Device);
     EXPECT_EQ(device->download(onDevice).toData(), host.toData());
   }
   EXPECT_EQ(count("cuMemHostAlloc"), 2u);
@@ -164,7 +164,7 @@ TEST_F(CudaDeviceTest, LaunchesAGeneratedKernel) {
   tg::ir::Node *add = graph.addNode(Op(OpKind::Add, {}, Place::Device), {x, x});
   std::unique_ptr<Device> device = tg::runtime::cuda::openCudaDevice();
   Tensor result = device->run(*add, {device->upload(range(DType::F32, {1000}))});
-  EXPECT_EQ(result.memory(), Memory::Cuda);
+  EXPECT_EQ(result.memory(), Memory::Device);
   EXPECT_EQ(result.shape(), std::vector<int64_t>{1000});
   EXPECT_EQ(count("cuModuleLoadDataEx"), 1u);
   EXPECT_EQ(count("cuModuleGetFunction tgc_fused_"), 1u);
@@ -209,7 +209,7 @@ TEST_F(CudaDeviceTest, MatmulGoesThroughCublasWithRowMajorOperands) {
   expected = tg::runtime::runOp(product->op().on(Place::Host), {at.permuted({1, 0}), bt.permuted({1, 0})},
                                 {product->output()->type()})[0];
   EXPECT_EQ(device->download(result).toData(), expected.toData());
-  EXPECT_NE(device->report().find("2 cuBLAS gemms"), std::string::npos) << device->report();
+  EXPECT_NE(device->report().find("2 gemms"), std::string::npos) << device->report();
 }
 
 TEST_F(CudaDeviceTest, WithoutCublasMatmulLaunchesTheGeneratedKernel) {
@@ -240,11 +240,11 @@ TEST_F(CudaDeviceTest, OpsWithoutAKernelAreStagedThroughTheHostAndReported) {
   std::unique_ptr<Device> device = tg::runtime::cuda::openCudaDevice();
   Tensor a = range(DType::I32, {2, 3}), b = range(DType::I32, {3, 4});
   Tensor result = device->run(*product, {device->upload(a), device->upload(b)});
-  EXPECT_EQ(result.memory(), Memory::Cuda);
+  EXPECT_EQ(result.memory(), Memory::Device);
   Tensor expected = tg::runtime::runOp(product->op().on(Place::Host), {a, b}, {product->output()->type()})[0];
   EXPECT_EQ(device->download(result).toData(), expected.toData());
   EXPECT_NE(
-      device->report().find("1 matmul node(s) ran on the host through staging: no CUDA kernel for a matmul "
+      device->report().find("1 matmul node(s) ran on the host through staging: no device kernel for a matmul "
                             "of i32"),
       std::string::npos)
       << device->report();

@@ -1,0 +1,465 @@
+#include "runtime/DeviceLayer.h"
+
+#include "ir/Assert.h"
+#include "ir/ScalarGraph.h"
+#include "ir/SourceLoc.h"
+#include "runtime/ArgReduction.h"
+#include "runtime/FusedLaunch.h"
+#include "runtime/KernelSupport.h"
+#include "runtime/Kernels.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace tg::runtime {
+
+namespace {
+
+using ir::OpKind;
+
+/// Threads per block of an elementwise launch, and how many blocks per multiprocessor a grid-stride launch
+/// needs to keep it busy.
+constexpr unsigned kBlockSize = 256, kBlocksPerMultiprocessor = 16;
+/// Blocks per multiprocessor of a reduction launch (one block per output, grid-striding beyond).
+constexpr unsigned kReductionBlocksPerMultiprocessor = 64;
+
+/// A body of one instruction: an elementwise op applied to the node's inputs.
+ir::ScalarGraph singleOpBody(const ir::Node &node) {
+  ir::ScalarGraph body;
+  ir::ScalarInstr instr{node.op().kind(), node.output()->type().dtype, {}, 0};
+  for (uint32_t i = 0; i < node.inputs().size(); ++i) {
+    body.inputDtypes.push_back(node.input(i)->type().dtype);
+    instr.operands.push_back(i);
+  }
+  body.body.push_back(std::move(instr));
+  return body;
+}
+
+/// Whether a kernel of `body` can store an error code (an integer pow with a negative exponent).
+bool canFail(const ir::ScalarGraph &body) {
+  return std::any_of(body.body.begin(), body.body.end(), [](const ir::ScalarInstr &instr) {
+    return instr.kind == OpKind::Pow && instr.dtype != ir::DType::F32 && instr.dtype != ir::DType::F64;
+  });
+}
+
+size_t byteSize(const Tensor &tensor) {
+  return static_cast<size_t>(tensor.numElements()) * ir::dtypeSize(tensor.dtype());
+}
+
+DeviceAddress addressOf(const Tensor &tensor) {
+  return static_cast<DeviceAddress>(reinterpret_cast<uintptr_t>(tensor.rawData()));
+}
+
+std::string gridText(const Grid &grid) {
+  return "grid " + std::to_string(grid.blocksX) + "x" + std::to_string(grid.blocksY) + " block " +
+         std::to_string(grid.threadsX) + "x" + std::to_string(grid.threadsY);
+}
+
+} // namespace
+
+// ---- DeviceTrace ----
+
+std::shared_ptr<DeviceTrace> DeviceTrace::fromEnvironment() {
+  const char *path = std::getenv("TGC_DEVICE_TRACE");
+  if (!path || !*path) return nullptr;
+  std::FILE *file = std::fopen(path, "w");
+  if (!file)
+    throw ir::UserError(std::string("TGC_DEVICE_TRACE: cannot write '") + path +
+                        "': " + std::strerror(errno));
+  return std::make_shared<DeviceTrace>(file);
+}
+
+DeviceTrace::~DeviceTrace() {
+  std::fclose(file_);
+}
+
+void DeviceTrace::line(const std::string &text) {
+  std::fputs(text.c_str(), file_);
+  std::fputc('\n', file_);
+}
+
+// ---- DeviceLayer ----
+
+DeviceLayer::DeviceLayer(std::string name, std::shared_ptr<DeviceMemory> memory, unsigned multiprocessors)
+    : name_(std::move(name)), memory_(std::move(memory)), trace_(DeviceTrace::fromEnvironment()),
+      multiprocessors_(std::max(1u, multiprocessors)) {}
+
+Tensor DeviceLayer::upload(const Tensor &host) {
+  TG_ASSERT(host.memory() == Memory::Host) << "uploading a tensor that is already in device memory";
+  Tensor source = host.contiguous();
+  Tensor target = allocate(source.dtype(), source.shape());
+  toDevice(addressOf(target), source.rawData(), byteSize(source));
+  return target;
+}
+
+Tensor DeviceLayer::download(const Tensor &device) {
+  TG_ASSERT(device.memory() == Memory::Device) << "downloading a tensor in host memory";
+  Tensor source = contiguous(device);
+  Tensor target = Tensor::empty(source.dtype(), source.shape());
+  toHost(target.rawData(), addressOf(source), byteSize(source));
+  return target;
+}
+
+Tensor DeviceLayer::run(const ir::Node &node, const std::vector<Tensor> &arguments) {
+  std::vector<Tensor> inputs;
+  for (const Tensor &argument : arguments)
+    inputs.push_back(argument.memory() == Memory::Device ? argument : upload(argument));
+  const ir::Op &op = node.op();
+  ir::DType dtype = node.output()->type().dtype;
+  switch (op.kind()) {
+  case OpKind::Fused:
+    return op.attrs().body->reduction ? reduce(op, inputs, dtype) : elementwise(*op.attrs().body, inputs);
+  case OpKind::Matmul:
+    if (Tensor product = matmul(inputs[0], inputs[1], dtype); product.defined()) return product;
+    return staged(node, inputs,
+                  "no device kernel for a matmul of " + std::string(ir::dtypeName(dtype)) +
+                      " or above two dimensions yet");
+  case OpKind::Transpose:
+  case OpKind::BroadcastTo:
+  case OpKind::Slice: // views: no element is read
+    return runOp(op, inputs, {node.output()->type()}).at(0);
+  case OpKind::Reshape:
+    return runOp(op, {contiguous(inputs[0])}, {node.output()->type()}).at(0);
+  case OpKind::Zeros:
+  case OpKind::Ones:
+  case OpKind::Full:
+  case OpKind::ZerosLike:
+  case OpKind::OnesLike:
+    return create(node, inputs);
+  default:
+    break;
+  }
+  if (ir::isScalarOp(op.kind())) return elementwise(singleOpBody(node), inputs);
+  if (ir::isPrologueReduction(op.kind())) {
+    ir::OpAttrs attrs = op.attrs();
+    auto body = std::make_shared<ir::ScalarGraph>();
+    body->inputDtypes = {inputs[0].dtype()};
+    body->reduction = op.kind();
+    attrs.body = std::move(body);
+    return reduce(ir::Op(OpKind::Fused, std::move(attrs), ir::Place::Device), inputs, dtype);
+  }
+  if (op.kind() == OpKind::Argmax || op.kind() == OpKind::Argmin) return argReduce(op, inputs[0]);
+  if (op.kind() == OpKind::Concat || op.kind() == OpKind::Stack) return join(op, inputs);
+  return staged(node, inputs, "no device kernel for " + std::string(op.name()) + " yet");
+}
+
+void DeviceLayer::synchronize() {
+  if (trace_) trace_->line("sync");
+  waitForDevice();
+}
+
+std::string DeviceLayer::report() const {
+  std::ostringstream text;
+  text << name_ << ": " << launches_ << " kernel launches, " << gemms_ << " gemms, " << generatedMatmuls_
+       << " generated matmuls";
+  if (std::string more = deviceReport(); !more.empty()) text << "; " << more;
+  for (const auto &[op, why] : stagedReasons_)
+    text << "\n"
+         << name_ << ": " << stagedCounts_.at(op) << " " << op
+         << " node(s) ran on the host through staging: " << why;
+  return text.str();
+}
+
+Tensor DeviceLayer::allocate(ir::DType dtype, std::vector<int64_t> shape) {
+  int64_t bytes = static_cast<int64_t>(ir::dtypeSize(dtype));
+  for (int64_t size : shape)
+    if (__builtin_mul_overflow(bytes, size, &bytes))
+      throw ir::UserError("out of device memory: a tensor of this shape does not fit in memory");
+  DeviceAddress block = memory_->allocate(static_cast<size_t>(bytes));
+  if (trace_) trace_->line("alloc " + std::to_string(bytes));
+  std::shared_ptr<std::byte> buffer(reinterpret_cast<std::byte *>(static_cast<uintptr_t>(block)),
+                                    [memory = memory_, trace = trace_, bytes](std::byte *address) {
+                                      if (trace) trace->line("free " + std::to_string(bytes));
+                                      memory->release(
+                                          static_cast<DeviceAddress>(reinterpret_cast<uintptr_t>(address)));
+                                    });
+  return Tensor::onDevice(std::move(buffer), dtype, std::move(shape));
+}
+
+void DeviceLayer::toDevice(DeviceAddress target, const void *source, size_t bytes) {
+  if (bytes == 0) return;
+  if (trace_) trace_->line("h2d " + std::to_string(bytes));
+  copyToDevice(target, source, bytes);
+}
+
+void DeviceLayer::toHost(void *target, DeviceAddress source, size_t bytes) {
+  if (bytes == 0) return;
+  if (trace_) trace_->line("d2h " + std::to_string(bytes));
+  copyToHost(target, source, bytes);
+}
+
+/// The device tensor when C-contiguous, else a contiguous copy made by a generated kernel.
+Tensor DeviceLayer::contiguous(const Tensor &tensor) {
+  if (tensor.isContiguous()) return tensor;
+  ir::ScalarGraph copy;
+  copy.inputDtypes = {tensor.dtype()};
+  copy.body.push_back({OpKind::Cast, tensor.dtype(), {0}, 0});
+  return elementwise(copy, {tensor});
+}
+
+/// The launch's shape, strides and input pointers copied into device memory, with a zeroed error flag after
+/// them: the block (kept alive until the launch is done) and the address of each part.
+struct DeviceLayer::PackedArgs {
+  Tensor block;
+  DeviceAddress shape, strides, inputs, errorFlag;
+};
+
+DeviceLayer::PackedArgs DeviceLayer::pack(const codegen::KernelArgs &args, size_t numInputs, bool strided) {
+  size_t rank = static_cast<size_t>(args.rank), strideCount = strided ? numInputs * rank : 0;
+  std::vector<int64_t> words;
+  words.insert(words.end(), args.shape, args.shape + rank);
+  words.insert(words.end(), args.strides, args.strides + strideCount);
+  for (size_t i = 0; i < numInputs; ++i)
+    words.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(args.inputs[i])));
+  words.push_back(0); // the error flag (an int32 in the low half)
+  Tensor block = allocate(ir::DType::I64, {static_cast<int64_t>(words.size())});
+  DeviceAddress base = addressOf(block);
+  toDevice(base, words.data(), words.size() * sizeof(int64_t));
+  return {block, base, base + rank * 8, base + (rank + strideCount) * 8,
+          base + (rank + strideCount + numInputs) * 8};
+}
+
+/// Launches, then where the kernel can fail reads its error flag back and throws the kernel's error.
+void DeviceLayer::launchTraced(const FusedKernelLaunch &fused, bool canFail) {
+  if (trace_) trace_->line("launch " + codegen::kernelName(fused.spec) + " " + gridText(fused.grid));
+  launch(fused);
+  ++launches_;
+  if (!canFail) return;
+  int32_t code = 0;
+  toHost(&code, fused.errorFlag, sizeof code);
+  if (code != codegen::kKernelOk) throw ir::UserError(codegen::kernelErrorMessage(code));
+}
+
+Tensor DeviceLayer::elementwise(const ir::ScalarGraph &body, const std::vector<Tensor> &inputs,
+                                std::vector<int64_t> shape) {
+  Launch bound(
+      body, inputs,
+      [this](ir::DType dtype, std::vector<int64_t> size) { return allocate(dtype, std::move(size)); },
+      std::move(shape));
+  int64_t count = bound.output.numElements();
+  if (count == 0) return bound.output;
+  bool strided = bound.layout == codegen::Layout::Strided;
+  PackedArgs packed = pack(bound.args, inputs.size(), strided);
+  auto blocks = static_cast<unsigned>(std::min<int64_t>(
+      (count + kBlockSize - 1) / kBlockSize, int64_t(multiprocessors_) * kBlocksPerMultiprocessor));
+  FusedKernelLaunch fused{{&body, bound.layout},
+                          {blocks, 1, kBlockSize, 1},
+                          count,
+                          bound.args.rank,
+                          0,
+                          packed.shape,
+                          packed.inputs,
+                          strided ? packed.strides : 0,
+                          addressOf(bound.output),
+                          packed.errorFlag};
+  launchTraced(fused, canFail(body));
+  return bound.output;
+}
+
+Tensor DeviceLayer::reduce(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype) {
+  ReductionLaunch bound(op, inputs, dtype, [this](ir::DType type, std::vector<int64_t> shape) {
+    return allocate(type, std::move(shape));
+  });
+  int64_t count = bound.output.numElements();
+  if (count == 0) return bound.output;
+  const ir::ScalarGraph &body = *op.attrs().body;
+  PackedArgs packed = pack(bound.args, inputs.size(), true);
+  // One block per output, in whole warps, as many threads as the reduced elements need (up to 256).
+  auto threads = static_cast<unsigned>(std::clamp<int64_t>((bound.reducedCount + 31) / 32 * 32, 32, 256));
+  auto blocks = static_cast<unsigned>(
+      std::min<int64_t>(count, int64_t(multiprocessors_) * kReductionBlocksPerMultiprocessor));
+  FusedKernelLaunch fused{{&body, bound.layout}, {blocks, 1, threads, 1}, count,
+                          bound.args.rank,       bound.args.reducedRank,  packed.shape,
+                          packed.inputs,         packed.strides,          addressOf(bound.output),
+                          packed.errorFlag};
+  launchTraced(fused, canFail(body));
+  return bound.output;
+}
+
+/// zeros, ones (and their _like forms): a program of one immediate over the shape; full: its value, converted
+/// on the host as the CPU converts it, uploaded and broadcast by a copy kernel.
+Tensor DeviceLayer::create(const ir::Node &node, const std::vector<Tensor> &inputs) {
+  const ir::Op &op = node.op();
+  ir::DType dtype = node.output()->type().dtype;
+  bool like = op.kind() == OpKind::ZerosLike || op.kind() == OpKind::OnesLike;
+  std::vector<int64_t> shape = like ? inputs[0].shape() : op.attrs().shape;
+  ir::ScalarGraph body;
+  if (op.kind() == OpKind::Full) {
+    ir::OpAttrs scalar = op.attrs();
+    scalar.shape = {};
+    Tensor value =
+        upload(runOp(ir::Op(OpKind::Full, scalar), {}, {ir::TensorType{dtype, {}, ir::Place::Host}}).at(0));
+    body.inputDtypes = {dtype};
+    body.body.push_back({OpKind::Cast, dtype, {0}, 0});
+    return elementwise(body, {value}, std::move(shape));
+  }
+  bool one = op.kind() == OpKind::Ones || op.kind() == OpKind::OnesLike;
+  body.body.push_back({OpKind::Full, dtype, {}, one ? 1.0 : 0.0});
+  return elementwise(body, {}, std::move(shape));
+}
+
+/// concat (or stack: concat of the inputs with a size-1 axis added) along axis k: each input, with k moved
+/// first, made contiguous and copied after the previous one; the result is that buffer viewed with k back
+/// in place (a strided view, which every device op reads).
+Tensor DeviceLayer::join(const ir::Op &op, std::vector<Tensor> inputs) {
+  bool stack = op.kind() == OpKind::Stack;
+  size_t rank = inputs[0].rank() + (stack ? 1 : 0);
+  size_t axis = normalizeAxis(op.attrs().axes.at(0), rank);
+  checkJoinShapes(inputs, op.name(), stack ? inputs[0].rank() : axis);
+  if (stack)
+    for (Tensor &input : inputs) {
+      std::vector<int64_t> shape = input.shape(), strides = input.strides();
+      shape.insert(shape.begin() + static_cast<ptrdiff_t>(axis), 1);
+      strides.insert(strides.begin() + static_cast<ptrdiff_t>(axis), 0);
+      input = input.view(shape, strides, input.offset());
+    }
+  std::vector<int64_t> perm{static_cast<int64_t>(axis)}; // the buffer's axes: k, then the others in order
+  for (size_t d = 0; d < rank; ++d)
+    if (d != axis) perm.push_back(static_cast<int64_t>(d));
+  std::vector<int64_t> shape = inputs[0].permuted(perm).shape();
+  shape[0] = 0;
+  for (const Tensor &input : inputs)
+    shape[0] += input.shape()[axis];
+  Tensor buffer = allocate(inputs[0].dtype(), shape);
+  size_t offset = 0;
+  for (const Tensor &input : inputs) {
+    Tensor part = contiguous(input.permuted(perm));
+    size_t bytes = byteSize(part);
+    if (bytes > 0) {
+      if (trace_) trace_->line("d2d " + std::to_string(bytes));
+      copyOnDevice(addressOf(buffer) + offset, addressOf(part), bytes);
+    }
+    offset += bytes;
+  }
+  std::vector<int64_t> back(rank); // result axis d is buffer axis back[d]
+  for (size_t j = 0; j < rank; ++j)
+    back[static_cast<size_t>(perm[j])] = static_cast<int64_t>(j);
+  return buffer.permuted(back);
+}
+
+/// argmax / argmin as two generated reductions (runtime/ArgReduction.h).
+Tensor DeviceLayer::argReduce(const ir::Op &op, Tensor x) {
+  const ir::OpAttrs &attrs = op.attrs();
+  size_t inputRank = x.rank();
+  bool flatten = attrs.axes.empty(); // over the flattened array
+  if (flatten) {
+    x = contiguous(x);
+    x = x.view({x.numElements()}, {1}, x.offset());
+  }
+  size_t axis = flatten ? 0 : normalizeAxis(attrs.axes.at(0), x.rank());
+  int64_t length = x.shape()[axis];
+  if (length == 0)
+    throw ir::UserError(std::string("zero-size array to reduction operation ") + op.name() +
+                        " which has no identity");
+  ArgReduction plan = planArgReduction(op, x.dtype(), axis, length, attrs.keepdims && !flatten);
+  Tensor extreme = reduce(plan.extreme, {x}, x.dtype());
+  // Each position's index along the axis, broadcast over the other axes.
+  Tensor positions = Tensor::empty(ir::DType::I64, {length});
+  for (int64_t i = 0; i < length; ++i)
+    positions.data<int64_t>()[i] = i;
+  std::vector<int64_t> shape(x.rank(), 1), strides(x.rank(), 0);
+  shape[axis] = length;
+  strides[axis] = 1;
+  Tensor index = upload(positions).view(shape, strides, 0);
+  Tensor result = reduce(plan.first, {x, extreme, index}, ir::DType::I64);
+  if (flatten && attrs.keepdims) // every axis of the input kept, as 1
+    result = result.view(std::vector<int64_t>(inputRank, 1), std::vector<int64_t>(inputRank, 0), 0);
+  return result;
+}
+
+/// Through gemm, or the generated matmul kernel where the device has none: f32 or f64 operands of rank 1 or
+/// 2. An undefined tensor when neither can.
+Tensor DeviceLayer::matmul(const Tensor &left, const Tensor &right, ir::DType dtype) {
+  bool floating = dtype == ir::DType::F32 || dtype == ir::DType::F64;
+  if (!floating || left.rank() > 2 || right.rank() > 2) return {};
+  auto asMatrix = [](const Tensor &x, bool isLeft) {
+    if (x.rank() == 2) return x;
+    int64_t size = x.shape()[0], stride = x.strides()[0];
+    return isLeft ? x.view({1, size}, {size * stride, stride}, x.offset())
+                  : x.view({size, 1}, {stride, 1}, x.offset());
+  };
+  Tensor a = asMatrix(left, true), b = asMatrix(right, false);
+  int64_t n = a.shape()[0], k = a.shape()[1], m = b.shape()[1];
+  if (b.shape()[0] != k)
+    throw ir::UserError("matmul: inner dimensions do not match: " + shapeTuple(left.shape()) + " @ " +
+                        shapeTuple(right.shape()));
+  std::vector<int64_t> resultShape;
+  if (left.rank() > 1) resultShape.push_back(n);
+  if (right.rank() > 1) resultShape.push_back(m);
+  if (k == 0) { // a sum of nothing
+    ir::ScalarGraph zero;
+    zero.body.push_back({OpKind::Full, dtype, {}, 0.0});
+    return elementwise(zero, {}, resultShape);
+  }
+  Tensor out = allocate(dtype, {n, m});
+  Tensor result = out.view(resultShape, Tensor::contiguousStrides(resultShape), 0);
+  if (n == 0 || m == 0) return result;
+  if (!hasGemm(dtype)) {
+    // The generated kernel reads a and b in place, through their strides.
+    auto blocks = [](int64_t size) {
+      return static_cast<unsigned>((size + codegen::kMatmulTile - 1) / codegen::kMatmulTile);
+    };
+    auto threads = static_cast<unsigned>(codegen::kMatmulThreads);
+    MatmulKernelLaunch kernel{dtype,
+                              {blocks(m), blocks(n), threads, threads},
+                              n,
+                              m,
+                              k,
+                              addressOf(a),
+                              a.strides()[0],
+                              a.strides()[1],
+                              addressOf(b),
+                              b.strides()[0],
+                              b.strides()[1],
+                              addressOf(out)};
+    if (trace_) trace_->line("launch " + codegen::matmulKernelName(dtype) + " " + gridText(kernel.grid));
+    launch(kernel);
+    ++launches_;
+    ++generatedMatmuls_;
+    return result;
+  }
+  // Each operand read in place when row-major or transposed, else copied to C order first. A copy's block may
+  // go back to the memory before the gemm runs: a device reuses it only for work queued later.
+  auto operand = [this](const Tensor &matrix, DeviceAddress &address, bool &transposed, int64_t &leading) {
+    int64_t rows = matrix.shape()[0], cols = matrix.shape()[1];
+    int64_t rowStride = matrix.strides()[0], colStride = matrix.strides()[1];
+    if ((colStride == 1 || cols == 1) && rowStride >= std::max<int64_t>(1, cols)) {
+      address = addressOf(matrix), transposed = false, leading = rowStride;
+    } else if ((rowStride == 1 || rows == 1) && colStride >= std::max<int64_t>(1, rows)) {
+      address = addressOf(matrix), transposed = true, leading = colStride;
+    } else {
+      address = addressOf(contiguous(matrix)), transposed = false, leading = std::max<int64_t>(1, cols);
+    }
+  };
+  Gemm product;
+  product.dtype = dtype, product.n = n, product.m = m, product.k = k, product.c = addressOf(out);
+  operand(a, product.a, product.transposeA, product.leadingA);
+  operand(b, product.b, product.transposeB, product.leadingB);
+  product.strideC = n * m;
+  if (trace_) {
+    std::ostringstream line;
+    line << "gemm " << ir::dtypeName(dtype) << " n " << n << " m " << m << " k " << k << " ta "
+         << product.transposeA << " tb " << product.transposeB << " lda " << product.leadingA << " ldb "
+         << product.leadingB << " batch " << product.batch;
+    trace_->line(line.str());
+  }
+  gemm(product);
+  ++gemms_;
+  return result;
+}
+
+/// Runs the node's CPU kernel on host copies of its inputs and uploads the result.
+Tensor DeviceLayer::staged(const ir::Node &node, const std::vector<Tensor> &inputs, const std::string &why) {
+  std::vector<Tensor> host;
+  for (const Tensor &input : inputs)
+    host.push_back(download(input));
+  std::string name = node.op().name();
+  ++stagedCounts_[name];
+  stagedReasons_[name] = why;
+  return upload(runOp(node.op(), host, {node.output()->type()}).at(0));
+}
+
+} // namespace tg::runtime

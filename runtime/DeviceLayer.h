@@ -1,0 +1,174 @@
+// The device layer: what each device op becomes on a device, written once against the few primitives a
+// device provides (allocate and free, copies host→device, device→host and device→device, a launch of a
+// generated kernel on a grid, gemm, synchronize). CudaDevice (runtime/cuda) implements the primitives with
+// the driver API and cuBLAS; the simulated device (SimDevice.cpp) with memory of its own and the device
+// kernels' code compiled for the host, run block by block over the same grid. So the simulated device runs
+// what a GPU runs: the same kernels, launch shapes, gemms and copies, in the same order.
+//
+//   fused node, elementwise op     a generated kernel (an unfused elementwise op is a one-op program)
+//   fused or plain reduction       the generated reduction kernel (one block per output)
+//   argmax, argmin                 two generated reductions (runtime/ArgReduction.h)
+//   concat, stack                  device-to-device copies of the parts, the joined axis moved first
+//   matmul (f32, f64, up to 2-D)   gemm, or where the device has none the generated matmul kernel
+//   zeros, ones, full,             generated kernels (a program of one immediate; full broadcasts its
+//   zeros_like, ones_like          value, converted on the host exactly as the CPU does)
+//   transpose, broadcast_to,       views of device memory (reshape of a non-contiguous value copies it with
+//   slice, reshape                 a generated kernel first)
+//   anything else                  staged: inputs copied to the host, the CPU kernel, the result copied back;
+//                                  counted and named in report() (tgc run -v)
+//
+// A kernel that can fail (integer pow with a negative exponent) stores an error code in a flag that is read
+// back after its launch.
+//
+// TGC_DEVICE_TRACE=FILE makes a device write one line per primitive to FILE (see DeviceTrace below), so that
+// the simulated device's work can be compared with a CUDA device's line for line.
+#pragma once
+
+#include "codegen/Kernel.h"
+#include "runtime/Device.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace tg::runtime {
+
+/// An address in a device's memory.
+using DeviceAddress = uint64_t;
+
+/// A grid of blocks of threads (x, y).
+struct Grid {
+  unsigned blocksX = 1, blocksY = 1, threadsX = 1, threadsY = 1;
+};
+
+/// A launch of the generated kernel of `spec` (codegen/Kernel.h): its PTX entry's parameters, in device
+/// memory where they are pointers. A reduction kernel (spec.body->reduction set) also reads reducedRank.
+struct FusedKernelLaunch {
+  codegen::KernelSpec spec;
+  Grid grid;
+  int64_t count = 0, rank = 0, reducedRank = 0;
+  DeviceAddress shape = 0, inputs = 0, strides = 0, output = 0, errorFlag = 0;
+};
+
+/// A launch of the generated matmul kernel of `dtype` (codegen/Kernel.h's matmul section).
+struct MatmulKernelLaunch {
+  ir::DType dtype = ir::DType::F32;
+  Grid grid;
+  int64_t n = 0, m = 0, k = 0;
+  DeviceAddress a = 0;
+  int64_t aRowStride = 0, aColStride = 0;
+  DeviceAddress b = 0;
+  int64_t bRowStride = 0, bColStride = 0;
+  DeviceAddress c = 0;
+};
+
+/// c (n x m, row-major, leading dimension m) = op(a) (n x k) @ op(b) (k x m), row-major operands with leading
+/// dimensions `leadingA`, `leadingB`, transposed where said; `batch` such products at element strides
+/// strideA, strideB, strideC (n * m for c).
+struct Gemm {
+  ir::DType dtype = ir::DType::F32;
+  int64_t n = 0, m = 0, k = 0;
+  DeviceAddress a = 0;
+  bool transposeA = false;
+  int64_t leadingA = 1;
+  DeviceAddress b = 0;
+  bool transposeB = false;
+  int64_t leadingB = 1;
+  DeviceAddress c = 0;
+  int64_t batch = 1, strideA = 0, strideB = 0, strideC = 0;
+};
+
+/// A device's memory: allocation and release, shared by the device and every buffer it hands out (a tensor
+/// may outlive the device that made it).
+class DeviceMemory {
+public:
+  virtual ~DeviceMemory() = default;
+  /// A block of at least `bytes` bytes (a zero-size request gets a small block); ir::UserError when the
+  /// device is out of memory.
+  virtual DeviceAddress allocate(size_t bytes) = 0;
+  virtual void release(DeviceAddress block) = 0;
+};
+
+/// The trace of TGC_DEVICE_TRACE: one line per primitive, the same words on every device, e.g.
+///
+///   alloc 4096                        bytes
+///   free 4096
+///   h2d 4000                          a copy host→device of 4000 bytes (d2h, d2d likewise)
+///   launch tgc_fused_0123456789abcdef grid 16x1 block 256x1
+///   gemm f32 n 64 m 32 k 16 ta 0 tb 1 batch 1
+///   sync
+///
+/// Lines name no address, so two devices doing the same work write the same file.
+class DeviceTrace {
+public:
+  /// The trace that $TGC_DEVICE_TRACE names (the file truncated), or nullptr when it is unset or empty.
+  /// ir::UserError when the file cannot be written.
+  static std::shared_ptr<DeviceTrace> fromEnvironment();
+  explicit DeviceTrace(std::FILE *file) : file_(file) {}
+  ~DeviceTrace();
+  DeviceTrace(const DeviceTrace &) = delete;
+  DeviceTrace &operator=(const DeviceTrace &) = delete;
+  void line(const std::string &text);
+
+private:
+  std::FILE *file_;
+};
+
+class DeviceLayer : public Device {
+public:
+  Tensor upload(const Tensor &host) final;
+  Tensor download(const Tensor &device) final;
+  Tensor run(const ir::Node &node, const std::vector<Tensor> &arguments) final;
+  void synchronize() final;
+  std::string report() const final;
+
+protected:
+  /// `name` begins the lines of report() ("sim", "cuda"); `memory` outlives the layer in the buffers it hands
+  /// out; launch shapes are chosen for `multiprocessors`.
+  DeviceLayer(std::string name, std::shared_ptr<DeviceMemory> memory, unsigned multiprocessors);
+
+  // ---- The primitives: all a device implements ----
+  /// Copies `bytes` bytes into device memory (queued: the source may be reused when this returns).
+  virtual void copyToDevice(DeviceAddress target, const void *source, size_t bytes) = 0;
+  /// Copies `bytes` bytes to the host, waiting for the work queued before it.
+  virtual void copyToHost(void *target, DeviceAddress source, size_t bytes) = 0;
+  virtual void copyOnDevice(DeviceAddress target, DeviceAddress source, size_t bytes) = 0;
+  virtual void launch(const FusedKernelLaunch &launch) = 0;
+  virtual void launch(const MatmulKernelLaunch &launch) = 0;
+  /// Whether gemm() takes `dtype` (f32 and f64 where a BLAS is there).
+  virtual bool hasGemm(ir::DType dtype) const = 0;
+  virtual void gemm(const Gemm &gemm) = 0;
+  /// Waits until all queued work is done and reports a failure of it.
+  virtual void waitForDevice() = 0;
+  /// What the device adds to report(): its own counters, or empty.
+  virtual std::string deviceReport() const { return {}; }
+
+private:
+  Tensor allocate(ir::DType dtype, std::vector<int64_t> shape);
+  Tensor contiguous(const Tensor &tensor);
+  Tensor elementwise(const ir::ScalarGraph &body, const std::vector<Tensor> &inputs,
+                     std::vector<int64_t> shape = {});
+  Tensor reduce(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype);
+  Tensor join(const ir::Op &op, std::vector<Tensor> inputs);
+  Tensor argReduce(const ir::Op &op, Tensor x);
+  Tensor matmul(const Tensor &left, const Tensor &right, ir::DType dtype);
+  Tensor create(const ir::Node &node, const std::vector<Tensor> &inputs);
+  Tensor staged(const ir::Node &node, const std::vector<Tensor> &inputs, const std::string &why);
+  struct PackedArgs;
+  PackedArgs pack(const codegen::KernelArgs &args, size_t numInputs, bool strided);
+  void launchTraced(const FusedKernelLaunch &launch, bool canFail);
+  void toDevice(DeviceAddress target, const void *source, size_t bytes);
+  void toHost(void *target, DeviceAddress source, size_t bytes);
+
+  std::string name_;
+  std::shared_ptr<DeviceMemory> memory_;
+  std::shared_ptr<DeviceTrace> trace_;
+  unsigned multiprocessors_;
+  size_t launches_ = 0, gemms_ = 0, generatedMatmuls_ = 0;
+  std::map<std::string, size_t> stagedCounts_;
+  std::map<std::string, std::string> stagedReasons_;
+};
+
+} // namespace tg::runtime

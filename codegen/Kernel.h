@@ -149,6 +149,12 @@ std::string emitDeviceLlvm(const KernelSpec &spec, const std::string &gpuArch = 
 /// the kernel needs libdevice and it cannot be read (emitDeviceLlvm too).
 std::string emitPtx(const KernelSpec &spec, const std::string &gpuArch = "sm_90");
 
+/// One PTX module for `gpuArch` holding every kernel of `specs` (each name once) and the generated matmul
+/// kernel of each of `matmulDtypes`, with one header and libdevice linked once, which ptxas accepts as a
+/// whole (for --emit=ptx; the CUDA device loads a module per kernel). Not cached on disk.
+std::string emitPtx(const std::vector<KernelSpec> &specs, const std::vector<ir::DType> &matmulDtypes,
+                    const std::string &gpuArch = "sm_90");
+
 /// The host kernel, compiled by ORC LLJIT for this CPU and cached in memory by (body, layout): a second call
 /// with an equal body returns the same function. The object code is also kept in the disk cache (below),
 /// which answers before anything is built when an earlier process compiled the same kernel. Thread-safe. The

@@ -41,6 +41,7 @@
 #include "codegen/Kernel.h"
 
 #include <functional>
+#include <set>
 #include <string>
 
 namespace llvm {
@@ -66,9 +67,9 @@ llvm::Function *buildPtxKernel(llvm::Module &module, const KernelSpec &spec, con
 llvm::Function *buildMatmulPtxKernel(llvm::Module &module, ir::DType dtype, const std::string &name);
 llvm::Function *buildMatmulSimKernel(llvm::Module &module, ir::DType dtype, const std::string &name);
 
-/// PTX for `gpuArch` of the module `build` fills (one kernel named `name`, libdevice linked where it calls
-/// it, optimized). Throws ir::UserError for an unknown architecture.
-std::string emitPtxModule(const std::string &name, const std::string &gpuArch,
+/// PTX for `gpuArch` of the module `build` fills (the kernels `names`, libdevice linked where they call it,
+/// optimized). Throws ir::UserError for an unknown architecture.
+std::string emitPtxModule(const std::set<std::string> &names, const std::string &gpuArch,
                           const std::function<void(llvm::Module &)> &build);
 
 /// The host function `name` of the module `build` fills, compiled by the process's JIT for this CPU and kept

@@ -172,7 +172,7 @@ llvm::Function *buildMatmulSimKernel(llvm::Module &module, ir::DType dtype, cons
 
 std::string emitMatmulPtx(ir::DType dtype, const std::string &gpuArch) {
   std::string name = matmulKernelName(dtype);
-  return emitPtxModule(name, gpuArch,
+  return emitPtxModule({name}, gpuArch,
                        [&](llvm::Module &module) { buildMatmulPtxKernel(module, dtype, name); });
 }
 

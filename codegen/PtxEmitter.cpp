@@ -24,6 +24,7 @@
 #include <llvm/Transforms/IPO/Internalize.h>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <sys/stat.h>
 
 namespace tg::codegen {
@@ -102,18 +103,20 @@ void linkLibdevice(llvm::Module &module) {
       << "cannot link libdevice into " << module.getName().str();
 }
 
-/// The optimized NVPTX module of the kernel `name` that `build` adds: the kernel, the libdevice functions it
-/// uses (internal, mostly inlined), nvvm-reflect-ftz = 0 (libdevice keeps denormals, as the CPU does).
-std::unique_ptr<llvm::Module> buildDeviceModule(llvm::LLVMContext &context, const std::string &name,
+/// The optimized NVPTX module of the kernels `names` that `build` adds: the kernels, the libdevice functions
+/// they use (internal, mostly inlined), nvvm-reflect-ftz = 0 (libdevice keeps denormals, as the CPU does).
+std::unique_ptr<llvm::Module> buildDeviceModule(llvm::LLVMContext &context,
+                                                const std::set<std::string> &names,
                                                 llvm::TargetMachine &machine,
                                                 const std::function<void(llvm::Module &)> &build) {
-  auto module = std::make_unique<llvm::Module>(name, context);
+  auto module = std::make_unique<llvm::Module>(*names.begin(), context);
   module->setTargetTriple(kTriple);
   module->setDataLayout(machine.createDataLayout());
   module->addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t{0});
   build(*module);
   linkLibdevice(*module);
-  llvm::internalizeModule(*module, [&](const llvm::GlobalValue &value) { return value.getName() == name; });
+  llvm::internalizeModule(
+      *module, [&](const llvm::GlobalValue &value) { return names.count(value.getName().str()) > 0; });
   optimizeModule(*module, machine, VectorMath::None);
   return module;
 }
@@ -123,7 +126,7 @@ std::unique_ptr<llvm::Module> buildDeviceModule(llvm::LLVMContext &context, cons
   TG_ASSERT(spec.body && (!spec.body->body.empty() || (spec.body->reduction && spec.body->numInputs() == 1)))
       << "a kernel needs a scalar body (or a reduction of one input)";
   std::string name = kernelName(spec);
-  return buildDeviceModule(context, name, machine,
+  return buildDeviceModule(context, {name}, machine,
                            [&](llvm::Module &module) { buildPtxKernel(module, spec, name); });
 }
 
@@ -162,12 +165,31 @@ std::string emitPtx(const KernelSpec &spec, const std::string &gpuArch) {
   return ptx;
 }
 
-std::string emitPtxModule(const std::string &name, const std::string &gpuArch,
+std::string emitPtxModule(const std::set<std::string> &names, const std::string &gpuArch,
                           const std::function<void(llvm::Module &)> &build) {
   std::unique_ptr<llvm::TargetMachine> machine = createMachine(gpuArch);
   llvm::LLVMContext context;
-  std::unique_ptr<llvm::Module> module = buildDeviceModule(context, name, *machine, build);
+  std::unique_ptr<llvm::Module> module = buildDeviceModule(context, names, *machine, build);
   return printPtx(*module, *machine);
+}
+
+std::string emitPtx(const std::vector<KernelSpec> &specs, const std::vector<ir::DType> &matmulDtypes,
+                    const std::string &gpuArch) {
+  std::set<std::string> names;
+  std::vector<std::pair<const KernelSpec *, std::string>> kernels;
+  for (const KernelSpec &spec : specs)
+    if (std::string name = kernelName(spec); names.insert(name).second) kernels.emplace_back(&spec, name);
+  std::vector<std::pair<ir::DType, std::string>> matmuls;
+  for (ir::DType dtype : matmulDtypes)
+    if (std::string name = matmulKernelName(dtype); names.insert(name).second)
+      matmuls.emplace_back(dtype, name);
+  TG_ASSERT(!names.empty()) << "a PTX module of no kernel";
+  return emitPtxModule(names, gpuArch, [&](llvm::Module &module) {
+    for (const auto &[spec, name] : kernels)
+      buildPtxKernel(module, *spec, name);
+    for (const auto &[dtype, name] : matmuls)
+      buildMatmulPtxKernel(module, dtype, name);
+  });
 }
 
 } // namespace tg::codegen

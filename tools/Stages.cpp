@@ -67,9 +67,10 @@ std::string explainPlacement(const ir::Program &program, const opt::PlacementRea
   return out.str();
 }
 
-/// --emit=llvm: the LLVM IR of every host kernel; --emit=ptx: the PTX of every device kernel, or of every
-/// kernel when nothing runs on a device, and of the generated matmul kernel for each device matmul (what a
-/// GPU without cuBLAS runs). Each is headed by a comment naming its node and source line.
+/// --emit=llvm: the LLVM IR of every host kernel; --emit=ptx: one PTX module holding every device kernel, or
+/// every kernel when nothing runs on a device, and the generated matmul kernel for each device matmul (what a
+/// GPU without cuBLAS runs). A comment names each kernel's node and source line (PTX: all of them first, then
+/// the module, whose entries are the names they give).
 std::string printKernels(const ir::Program &program, bool ptx, const std::string &gpuArch) {
   std::vector<const ir::Node *> kernels;
   bool anyDevice = false;
@@ -86,26 +87,35 @@ std::string printKernels(const ir::Program &program, bool ptx, const std::string
   std::ostringstream out;
   const char *comment = ptx ? "//" : ";";
   size_t index = 0;
+  std::vector<codegen::KernelSpec> specs;
+  std::vector<ir::DType> matmuls;
   for (const ir::Node *node : kernels) {
     bool device = node->op().place() == ir::Place::Device;
     if (ptx ? anyDevice && !device : device) continue;
     if (node->op().kind() == ir::OpKind::Matmul) {
       ir::DType dtype = node->output()->type().dtype;
+      matmuls.push_back(dtype);
       out << comment << " kernel " << index++ << ": matmul -> " << node->output()->type().str()
-          << ", the generated kernel (used without cuBLAS), at " << node->loc().str() << "\n"
-          << codegen::emitMatmulPtx(dtype, gpuArch) << "\n";
+          << ", the generated kernel (used without cuBLAS), at " << node->loc().str() << ": "
+          << codegen::matmulKernelName(dtype) << "\n";
       continue;
     }
     codegen::Layout layout = staticLayout(*node);
-    const ir::ScalarGraph &body = *node->op().attrs().body;
+    codegen::KernelSpec spec{node->op().attrs().body.get(), layout};
     out << comment << " kernel " << index++ << ": " << node->op().str() << " -> "
         << node->output()->type().str() << ", "
-        << (layout == codegen::Layout::Contiguous ? "contiguous" : "strided") << ", at " << node->loc().str()
-        << "\n";
-    codegen::KernelSpec spec{&body, layout};
-    out << (ptx ? codegen::emitPtx(spec, gpuArch) : codegen::emitHostLlvm(spec)) << "\n";
+        << (layout == codegen::Layout::Contiguous ? "contiguous" : "strided") << ", at " << node->loc().str();
+    if (ptx) {
+      out << ": " << codegen::kernelName(spec) << "\n";
+      specs.push_back(spec);
+    } else {
+      out << "\n" << codegen::emitHostLlvm(spec) << "\n";
+    }
   }
-  if (index == 0) out << comment << " no " << (ptx ? "device " : "host ") << "kernels\n";
+  if (index == 0)
+    out << comment << " no " << (ptx ? "device " : "host ") << "kernels\n";
+  else if (ptx)
+    out << "\n" << codegen::emitPtx(specs, matmuls, gpuArch);
   return out.str();
 }
 

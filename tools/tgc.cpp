@@ -69,8 +69,8 @@ compile options:
   --emit=ast|ir|opt|json|dot|llvm|ptx
                                what to print (default ir): ir is the graph as built (or after --stop-after),
                                opt the optimized graph; json and dot show the optimized graph; llvm the
-                               LLVM IR of every host kernel, ptx the PTX of every device kernel (of every
-                               kernel when nothing runs on a device): no GPU is needed
+                               LLVM IR of every host kernel, ptx one PTX module of every device kernel (of
+                               every kernel when nothing runs on a device): no GPU is needed
   --gpu-arch=sm_XX             the GPU the PTX is for (default sm_90: H100/H200; sm_80: A100)
   -o FILE                      write it to FILE instead of standard output
   --opt-profile                print each pass's time, node counts and rewrites (in the JSON with --emit=json)

@@ -1,8 +1,10 @@
-# Sourced by tools/setup.sh and tools/fuzz.sh: the Debian packages tgc builds with, and how to install those
-# that are missing (as root, or with sudo).
+# Sourced by tools/setup.sh, tools/fuzz.sh and tools/bundle.sh: the Debian packages tgc builds with, and how to
+# install those that are missing (as root, or with sudo).
 
 TGC_PACKAGES=(cmake ninja-build g++ llvm-19-dev llvm-19-tools antlr4 default-jre-headless libantlr4-runtime-dev
   libopenblas-dev nlohmann-json3-dev python3-numpy libgtest-dev libgmock-dev libedit-dev tmux)
+# tools/bundle.sh also links LLVM statically, whose support library needs zstd's development files.
+TGC_BUNDLE_PACKAGES=(libzstd-dev)
 
 # install_missing PACKAGE...: installs the packages not installed yet, quietly; nothing when all are.
 install_missing() {

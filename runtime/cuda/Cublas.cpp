@@ -13,24 +13,42 @@ namespace {
 
 constexpr int kOpN = 0, kOpT = 1; // cublasOperation_t
 
+/// Where cuBLAS is looked for, in order: $TGC_CUBLAS alone when it is set (a path, or a file name for the
+/// loader to find); else each version tgc knows by file name (on the loader's path: LD_LIBRARY_PATH,
+/// ld.so.conf), then in the CUDA toolkit's folder, which the loader searches only where configured to.
+std::vector<std::string> cublasCandidates() {
+  if (const char *overridden = std::getenv("TGC_CUBLAS"); overridden && *overridden) return {overridden};
+  std::vector<std::string> names{"libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so"};
+  std::vector<std::string> candidates = names;
+  for (const std::string &name : names)
+    candidates.push_back("/usr/local/cuda/lib64/" + name);
+  return candidates;
+}
+
 } // namespace
 
 std::unique_ptr<Cublas> Cublas::open(CUstream stream, std::string &why) {
-  std::vector<std::string> candidates{"libcublas.so.13", "libcublas.so.12", "libcublas.so.11",
-                                      "libcublas.so"};
-  if (const char *overridden = std::getenv("TGC_CUBLAS"); overridden && *overridden)
-    candidates = {overridden};
+  if (const char *overridden = std::getenv("TGC_CUBLAS"); overridden && std::string(overridden) == "none") {
+    why = "cuBLAS turned off by TGC_CUBLAS=none";
+    return nullptr;
+  }
+  std::vector<std::string> candidates = cublasCandidates();
   std::unique_ptr<Cublas> cublas(new Cublas());
+  std::string failure; // why a library that exists did not load (a missing libcublasLt, say)
   for (const std::string &candidate : candidates) {
     cublas->library_handle_ = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (cublas->library_handle_) {
       cublas->library_ = candidate;
       break;
     }
+    const char *reason = dlerror();
+    if (reason && failure.empty() && !std::string(reason).ends_with("No such file or directory"))
+      failure = reason;
   }
   if (!cublas->library_handle_) {
-    why =
-        "cuBLAS not found (tried " + candidates.front() + (candidates.size() > 1 ? " and others" : "") + ")";
+    why = "cuBLAS not found (tried " + candidates.front() +
+          (candidates.size() > 1 ? " and " + std::to_string(candidates.size() - 1) + " others" : "") + ")" +
+          (failure.empty() ? "" : ": " + failure);
     return nullptr;
   }
   void *library = cublas->library_handle_;

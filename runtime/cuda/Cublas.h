@@ -1,5 +1,6 @@
 // cuBLAS, opened at run time like the driver: matmul on a CUDA device goes through its gemm when the library
-// is there (libcublas.so.13, .12 or .11, or $TGC_CUBLAS).
+// is there (libcublas.so.13, .12 or .11 on the loader's path or in /usr/local/cuda/lib64, or $TGC_CUBLAS: a
+// path, or `none` for the generated matmul kernel).
 #pragma once
 
 #include "ir/Type.h"

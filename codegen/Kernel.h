@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tg::codegen {
@@ -149,11 +150,18 @@ std::string emitDeviceLlvm(const KernelSpec &spec, const std::string &gpuArch = 
 /// the kernel needs libdevice and it cannot be read (emitDeviceLlvm too).
 std::string emitPtx(const KernelSpec &spec, const std::string &gpuArch = "sm_90");
 
-/// One PTX module for `gpuArch` holding every kernel of `specs` (each name once) and the generated matmul
-/// kernel of each of `matmulDtypes`, with one header and libdevice linked once, which ptxas accepts as a
-/// whole (for --emit=ptx; the CUDA device loads a module per kernel). Not cached on disk.
-std::string emitPtx(const std::vector<KernelSpec> &specs, const std::vector<ir::DType> &matmulDtypes,
-                    const std::string &gpuArch = "sm_90");
+/// The kernels of one PTX module: fused kernels, the generated matmul kernel of some dtypes, creation
+/// kernels.
+struct PtxModuleKernels {
+  std::vector<KernelSpec> fused;
+  std::vector<ir::DType> matmuls;
+  std::vector<std::pair<ir::OpKind, ir::DType>> creations;
+};
+
+/// One PTX module for `gpuArch` holding every kernel of `kernels` (each name once), with one header and
+/// libdevice linked once, which ptxas accepts as a whole (for --emit=ptx; the CUDA device loads a module per
+/// kernel). Not cached on disk.
+std::string emitPtx(const PtxModuleKernels &kernels, const std::string &gpuArch = "sm_90");
 
 /// The host kernel, compiled by ORC LLJIT for this CPU and cached in memory by (body, layout): a second call
 /// with an equal body returns the same function. The object code is also kept in the disk cache (below),
@@ -164,16 +172,17 @@ HostKernel compileHostKernel(const KernelSpec &spec);
 /// The simulated-device kernel, compiled and cached like compileHostKernel.
 SimDeviceKernel compileSimDeviceKernel(const KernelSpec &spec);
 
-// ---- The matmul kernel (codegen/MatmulKernel.cpp): matmul on a CUDA device without cuBLAS ----
+// ---- The matmul kernel (codegen/MatmulKernel.cpp): matmul on a device, where gemm cannot ----
 //
 // c (n x m, C order) = a (n x k) @ b (k x m), a and b read through strides in elements (so transposed views
-// are read in place), f32 or f64, products summed in order of k. Blocks of kMatmulThreads x kMatmulThreads
-// threads; block (x, y) computes the kMatmulTile x kMatmulTile outputs from row y * kMatmulTile and column
-// x * kMatmulTile, thread (tx, ty) the 4 x 4 of them at rows ty + 16 i and columns tx + 16 j (adjacent
-// threads read adjacent columns of b and write adjacent outputs). The PTX entry matmulKernelName(dtype) has
-// the parameters (i64 n, i64 m, i64 k, ptr a, i64 aRowStride, i64 aColStride, ptr b, i64 bRowStride, i64
-// bColStride, ptr c) and is launched over a grid of ceil(m / kMatmulTile) x ceil(n / kMatmulTile) blocks; the
-// simulated-device function runs the same threads of one block in turn.
+// are read in place), products summed in order of k: f32 and f64 (on a GPU without cuBLAS), and as the CPU
+// computes them i32 and i64 (wrapping) and bool (or of ands; bytes 0 or 1). Blocks of kMatmulThreads x
+// kMatmulThreads threads; block (x, y) computes the kMatmulTile x kMatmulTile outputs from row y *
+// kMatmulTile and column x * kMatmulTile, thread (tx, ty) the 4 x 4 of them at rows ty + 16 i and columns tx
+// + 16 j (adjacent threads read adjacent columns of b and write adjacent outputs). The PTX entry
+// matmulKernelName(dtype) has the parameters (i64 n, i64 m, i64 k, ptr a, i64 aRowStride, i64 aColStride, ptr
+// b, i64 bRowStride, i64 bColStride, ptr c) and is launched over a grid of ceil(m / kMatmulTile) x ceil(n /
+// kMatmulTile) blocks; the simulated-device function runs the same threads of one block in turn.
 
 constexpr int64_t kMatmulThreads = 16, kMatmulTile = 64;
 
@@ -188,12 +197,48 @@ struct MatmulArgs {
 
 using SimMatmulKernel = void (*)(const MatmulArgs *args, int64_t blockX, int64_t blockY);
 
-/// "tgc_matmul_f32" or "tgc_matmul_f64".
+/// "tgc_matmul_f32", "tgc_matmul_i64", ...
 std::string matmulKernelName(ir::DType dtype);
-/// The PTX of the matmul kernel for f32 or f64.
+/// The PTX of the matmul kernel for `dtype`.
 std::string emitMatmulPtx(ir::DType dtype, const std::string &gpuArch = "sm_90");
 /// The matmul kernel's simulated-device function, compiled for the host once per dtype.
 SimMatmulKernel compileSimMatmulKernel(ir::DType dtype);
+
+// ---- The creation kernels (codegen/CreationKernel.cpp): eye, arange, rand and randn on a device ----
+//
+// Element i (C order, i < count) of the output, as the CPU's creation kernels compute it, from two integer
+// parameters p0, p1 and two double parameters x0, x1:
+//
+//   eye      1 where i / p0 == i % p0 (p0: the columns), else 0
+//   arange   integers: p0 + i * p1 (in 64 bits, wrapping; p0, p1 the first value and the step as the CPU
+//            computes them); floats: x0 + T(i) * x1 in the dtype T (x0, x1 the first value and the step in T)
+//   rand     uniform in [0, 1) from Philox4x32-10 of counter i and key p0 (the seed): runtime/Random.h's bits
+//   randn    normal, by Box-Muller from the same bits (log and cos: libm on the simulated device, libdevice
+//            in PTX, within a few ulps of each other)
+//
+// The PTX entry creationKernelName(kind, dtype) has the parameters (i64 count, ptr output, i64 p0, i64 p1,
+// double x0, double x1), a grid-stride loop over the elements like the elementwise kernels'; the
+// simulated-device function runs the threads of one block in turn.
+
+struct CreationArgs {
+  int64_t count;
+  void *output;
+  int64_t p0, p1;
+  double x0, x1;
+};
+
+using SimCreationKernel = void (*)(const CreationArgs *args, int64_t block, int64_t blockSize,
+                                   int64_t gridSize);
+
+/// Whether a creation kernel exists for `kind` and `dtype` (eye of any dtype, arange of all but bool, rand
+/// and randn of f32 and f64: every dtype the language gives them).
+bool hasCreationKernel(ir::OpKind kind, ir::DType dtype);
+/// "tgc_eye_f32", "tgc_randn_f64", ...
+std::string creationKernelName(ir::OpKind kind, ir::DType dtype);
+/// The PTX of the creation kernel.
+std::string emitCreationPtx(ir::OpKind kind, ir::DType dtype, const std::string &gpuArch = "sm_90");
+/// The creation kernel's simulated-device function, compiled for the host once per kind and dtype.
+SimCreationKernel compileSimCreationKernel(ir::OpKind kind, ir::DType dtype);
 
 // ---- The disk cache (codegen/KernelCache.h): host and simulated-device object code and PTX, per machine
 // ----

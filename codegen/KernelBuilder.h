@@ -67,6 +67,10 @@ llvm::Function *buildPtxKernel(llvm::Module &module, const KernelSpec &spec, con
 llvm::Function *buildMatmulPtxKernel(llvm::Module &module, ir::DType dtype, const std::string &name);
 llvm::Function *buildMatmulSimKernel(llvm::Module &module, ir::DType dtype, const std::string &name);
 
+/// Adds the PTX entry of the creation kernel of `kind` and `dtype` (Kernel.h) to `module`.
+llvm::Function *buildCreationPtxKernel(llvm::Module &module, ir::OpKind kind, ir::DType dtype,
+                                       const std::string &name);
+
 /// PTX for `gpuArch` of the module `build` fills (the kernels `names`, libdevice linked where they call it,
 /// optimized). Throws ir::UserError for an unknown architecture.
 std::string emitPtxModule(const std::set<std::string> &names, const std::string &gpuArch,

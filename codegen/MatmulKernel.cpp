@@ -21,18 +21,43 @@ struct MatmulOperands {
   Value *n, *m, *k, *a, *aRowStride, *aColStride, *b, *bRowStride, *bColStride, *c;
 };
 
+/// An element in memory and in registers: float, double, i32, i64, or a byte (bool, 0 or 1).
 llvm::Type *elementType(llvm::LLVMContext &context, ir::DType dtype) {
-  TG_ASSERT(dtype == ir::DType::F32 || dtype == ir::DType::F64)
-      << "matmul kernel of " << ir::dtypeName(dtype);
-  return dtype == ir::DType::F32 ? llvm::Type::getFloatTy(context) : llvm::Type::getDoubleTy(context);
+  switch (dtype) {
+  case ir::DType::F32:
+    return llvm::Type::getFloatTy(context);
+  case ir::DType::F64:
+    return llvm::Type::getDoubleTy(context);
+  case ir::DType::I32:
+    return llvm::Type::getInt32Ty(context);
+  case ir::DType::I64:
+    return llvm::Type::getInt64Ty(context);
+  case ir::DType::Bool:
+    return llvm::Type::getInt8Ty(context);
+  }
+  TG_ASSERT(false) << "matmul kernel of " << ir::dtypeName(dtype);
+  return nullptr;
+}
+
+/// acc + x * y as the CPU computes it: in floating point, wrapping for integers, or-of-ands for bools.
+Value *multiplyAdd(llvm::IRBuilder<> &b, ir::DType dtype, Value *acc, Value *x, Value *y) {
+  switch (dtype) {
+  case ir::DType::F32:
+  case ir::DType::F64:
+    return b.CreateFAdd(acc, b.CreateFMul(x, y));
+  case ir::DType::Bool:
+    return b.CreateOr(acc, b.CreateAnd(x, y));
+  default:
+    return b.CreateAdd(acc, b.CreateMul(x, y));
+  }
 }
 
 /// Thread (tx, ty) of block (bx, by): its 4 x 4 outputs, each a sum over k of products, in order.
-void emitThread(llvm::IRBuilder<> &b, llvm::Type *element, const MatmulOperands &in, Value *blockX,
-                Value *blockY, Value *threadX, Value *threadY) {
+void emitThread(llvm::IRBuilder<> &b, ir::DType dtype, const MatmulOperands &in, Value *blockX, Value *blockY,
+                Value *threadX, Value *threadY) {
   llvm::Function *function = b.GetInsertBlock()->getParent();
   llvm::LLVMContext &context = b.getContext();
-  llvm::Type *i64 = b.getInt64Ty();
+  llvm::Type *i64 = b.getInt64Ty(), *element = elementType(context, dtype);
   Value *rowBase = b.CreateAdd(b.CreateMul(blockY, b.getInt64(kMatmulTile)), threadY, "row.base");
   Value *colBase = b.CreateAdd(b.CreateMul(blockX, b.getInt64(kMatmulTile)), threadX, "col.base");
   Value *rows[kPerThread], *cols[kPerThread], *rowInside[kPerThread], *colInside[kPerThread];
@@ -49,7 +74,7 @@ void emitThread(llvm::IRBuilder<> &b, llvm::Type *element, const MatmulOperands 
   llvm::BasicBlock *preheader = b.GetInsertBlock();
   llvm::BasicBlock *loop = llvm::BasicBlock::Create(context, "k.loop", function);
   llvm::BasicBlock *store = llvm::BasicBlock::Create(context, "store", function);
-  Value *zero = llvm::ConstantFP::get(element, 0.0);
+  Value *zero = llvm::Constant::getNullValue(element);
   b.CreateCondBr(b.CreateICmpSGT(in.k, b.getInt64(0)), loop, store);
   b.SetInsertPoint(loop);
   llvm::PHINode *p = b.CreatePHI(i64, 2, "p");
@@ -70,7 +95,7 @@ void emitThread(llvm::IRBuilder<> &b, llvm::Type *element, const MatmulOperands 
   Value *next[kPerThread][kPerThread];
   for (int64_t i = 0; i < kPerThread; ++i)
     for (int64_t j = 0; j < kPerThread; ++j)
-      next[i][j] = b.CreateFAdd(acc[i][j], b.CreateFMul(aValues[i], bValues[j]));
+      next[i][j] = multiplyAdd(b, dtype, acc[i][j], aValues[i], bValues[j]);
   Value *pNext = b.CreateAdd(p, b.getInt64(1), "p.next");
   llvm::BasicBlock *latch = b.GetInsertBlock();
   p->addIncoming(pNext, latch);
@@ -120,7 +145,7 @@ llvm::Function *buildMatmulPtxKernel(llvm::Module &module, ir::DType dtype, cons
   auto arg = [&](unsigned i) { return function->getArg(i); };
   MatmulOperands operands{arg(0), arg(1), arg(2), arg(3), arg(4), arg(5), arg(6), arg(7), arg(8), arg(9)};
   auto special = [&](llvm::Intrinsic::ID id) { return b.CreateZExt(b.CreateIntrinsic(id, {}, {}), i64); };
-  emitThread(b, elementType(context, dtype), operands, special(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x),
+  emitThread(b, dtype, operands, special(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x),
              special(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_y),
              special(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x),
              special(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_y));
@@ -154,8 +179,7 @@ llvm::Function *buildMatmulSimKernel(llvm::Module &module, ir::DType dtype, cons
   b.SetInsertPoint(inner);
   llvm::PHINode *threadX = b.CreatePHI(i64, 2, "tx");
   threadX->addIncoming(b.getInt64(0), outer);
-  emitThread(b, elementType(context, dtype), operands, function->getArg(1), function->getArg(2), threadX,
-             threadY);
+  emitThread(b, dtype, operands, function->getArg(1), function->getArg(2), threadX, threadY);
   Value *nextX = b.CreateAdd(threadX, b.getInt64(1));
   threadX->addIncoming(nextX, b.GetInsertBlock());
   llvm::BasicBlock *innerEnd = llvm::BasicBlock::Create(context, "tx.end", function);

@@ -173,22 +173,23 @@ std::string emitPtxModule(const std::set<std::string> &names, const std::string 
   return printPtx(*module, *machine);
 }
 
-std::string emitPtx(const std::vector<KernelSpec> &specs, const std::vector<ir::DType> &matmulDtypes,
-                    const std::string &gpuArch) {
+std::string emitPtx(const PtxModuleKernels &kernels, const std::string &gpuArch) {
   std::set<std::string> names;
-  std::vector<std::pair<const KernelSpec *, std::string>> kernels;
-  for (const KernelSpec &spec : specs)
-    if (std::string name = kernelName(spec); names.insert(name).second) kernels.emplace_back(&spec, name);
-  std::vector<std::pair<ir::DType, std::string>> matmuls;
-  for (ir::DType dtype : matmulDtypes)
+  std::vector<std::function<void(llvm::Module &)>> builders;
+  for (const KernelSpec &spec : kernels.fused)
+    if (std::string name = kernelName(spec); names.insert(name).second)
+      builders.push_back([&spec, name](llvm::Module &module) { buildPtxKernel(module, spec, name); });
+  for (ir::DType dtype : kernels.matmuls)
     if (std::string name = matmulKernelName(dtype); names.insert(name).second)
-      matmuls.emplace_back(dtype, name);
+      builders.push_back([dtype, name](llvm::Module &module) { buildMatmulPtxKernel(module, dtype, name); });
+  for (auto [kind, dtype] : kernels.creations)
+    if (std::string name = creationKernelName(kind, dtype); names.insert(name).second)
+      builders.push_back(
+          [kind, dtype, name](llvm::Module &module) { buildCreationPtxKernel(module, kind, dtype, name); });
   TG_ASSERT(!names.empty()) << "a PTX module of no kernel";
   return emitPtxModule(names, gpuArch, [&](llvm::Module &module) {
-    for (const auto &[spec, name] : kernels)
-      buildPtxKernel(module, *spec, name);
-    for (const auto &[dtype, name] : matmuls)
-      buildMatmulPtxKernel(module, dtype, name);
+    for (const auto &build : builders)
+      build(module);
   });
 }
 

@@ -51,20 +51,22 @@ void fill(OpKind kind, const ir::OpAttrs &attrs, const Tensor &out) {
     return;
   }
   case OpKind::Arange: {
-    const ir::Number &start = attrs.scalars.at(0), &step = attrs.scalars.at(2);
-    if (std::is_integral_v<T> && start.isInteger && step.isInteger) {
-      // Exact: start + i * step in 64 bits, wrapping where the product alone would overflow (the sum lies
-      // between start and stop, so it does not).
-      auto first = static_cast<uint64_t>(start.intValue), delta = static_cast<uint64_t>(step.intValue);
+    ArangeTerms terms = arangeTerms(attrs, out.dtype());
+    if constexpr (std::is_floating_point_v<T>) {
+      T first = static_cast<T>(terms.floatFirst), delta = static_cast<T>(terms.floatStep);
+      for (int64_t i = 0; i < count; ++i)
+        data[i] = static_cast<T>(first + static_cast<T>(i) * delta);
+    } else if constexpr (std::is_same_v<T, bool>) {
+      const ir::Number &start = attrs.scalars.at(0), &step = attrs.scalars.at(2);
+      T first = castScalar<T>(start.toDouble());
+      T delta = castScalar<T>(start.toDouble() + step.toDouble()) - first;
+      for (int64_t i = 0; i < count; ++i)
+        data[i] = static_cast<T>(first + static_cast<T>(i) * delta);
+    } else {
+      auto first = static_cast<uint64_t>(terms.first), delta = static_cast<uint64_t>(terms.step);
       for (int64_t i = 0; i < count; ++i)
         data[i] = static_cast<T>(static_cast<int64_t>(first + static_cast<uint64_t>(i) * delta));
-      return;
     }
-    // NumPy's fill, for the same last bits: the first two values from double, then first + i * delta in T.
-    T first = castScalar<T>(start.toDouble());
-    T delta = castScalar<T>(start.toDouble() + step.toDouble()) - first;
-    for (int64_t i = 0; i < count; ++i)
-      data[i] = static_cast<T>(first + static_cast<T>(i) * delta);
     return;
   }
   case OpKind::Rand:
@@ -88,6 +90,32 @@ void fill(OpKind kind, const ir::OpAttrs &attrs, const Tensor &out) {
 }
 
 } // namespace
+
+ArangeTerms arangeTerms(const ir::OpAttrs &attrs, ir::DType dtype) {
+  const ir::Number &start = attrs.scalars.at(0), &step = attrs.scalars.at(2);
+  ArangeTerms terms;
+  visitDType(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      if (start.isInteger && step.isInteger) { // exact
+        terms.first = start.intValue, terms.step = step.intValue;
+        return;
+      }
+    }
+    // NumPy's fill, for the same last bits: the first two values from double, their difference in T.
+    T first = castScalar<T>(start.toDouble());
+    T second = castScalar<T>(start.toDouble() + step.toDouble());
+    if constexpr (std::is_floating_point_v<T>) {
+      terms.floatFirst = static_cast<double>(first);
+      terms.floatStep = static_cast<double>(static_cast<T>(second - first));
+    } else {
+      terms.first = static_cast<int64_t>(first);
+      terms.step = static_cast<int64_t>(static_cast<uint64_t>(static_cast<int64_t>(second)) -
+                                        static_cast<uint64_t>(static_cast<int64_t>(first)));
+    }
+  });
+  return terms;
+}
 
 Tensor creationKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype) {
   Tensor out = Tensor::empty(dtype, creationShape(op, inputs));

@@ -103,20 +103,39 @@ Tensor DeviceLayer::download(const Tensor &device) {
   return target;
 }
 
+bool DeviceLayer::hasKernel(ir::OpKind kind, ir::DType dtype) {
+  switch (kind) {
+#define OP(Enum, name, arity, fusion, device)                                                                \
+  case OpKind::Enum:                                                                                         \
+    if (!(device)) return false;                                                                             \
+    break;
+#include "ir/Ops.def"
+  }
+  switch (kind) {
+  case OpKind::Eye:
+  case OpKind::Arange:
+  case OpKind::Rand:
+  case OpKind::Randn:
+    return codegen::hasCreationKernel(kind, dtype);
+  default:
+    return true;
+  }
+}
+
 Tensor DeviceLayer::run(const ir::Node &node, const std::vector<Tensor> &arguments) {
   std::vector<Tensor> inputs;
   for (const Tensor &argument : arguments)
     inputs.push_back(argument.memory() == Memory::Device ? argument : upload(argument));
   const ir::Op &op = node.op();
   ir::DType dtype = node.output()->type().dtype;
+  if (!hasKernel(op.kind(), dtype))
+    return staged(node, inputs,
+                  "no device kernel for " + std::string(op.name()) + " of " + ir::dtypeName(dtype));
   switch (op.kind()) {
   case OpKind::Fused:
     return op.attrs().body->reduction ? reduce(op, inputs, dtype) : elementwise(*op.attrs().body, inputs);
   case OpKind::Matmul:
-    if (Tensor product = matmul(inputs[0], inputs[1], dtype); product.defined()) return product;
-    return staged(node, inputs,
-                  "no device kernel for a matmul of " + std::string(ir::dtypeName(dtype)) +
-                      " or above two dimensions yet");
+    return matmul(inputs[0], inputs[1], dtype);
   case OpKind::Transpose:
   case OpKind::BroadcastTo:
   case OpKind::Slice: // views: no element is read
@@ -129,6 +148,11 @@ Tensor DeviceLayer::run(const ir::Node &node, const std::vector<Tensor> &argumen
   case OpKind::ZerosLike:
   case OpKind::OnesLike:
     return create(node, inputs);
+  case OpKind::Eye:
+  case OpKind::Arange:
+  case OpKind::Rand:
+  case OpKind::Randn:
+    return createByIndex(op, dtype);
   default:
     break;
   }
@@ -143,7 +167,9 @@ Tensor DeviceLayer::run(const ir::Node &node, const std::vector<Tensor> &argumen
   }
   if (op.kind() == OpKind::Argmax || op.kind() == OpKind::Argmin) return argReduce(op, inputs[0]);
   if (op.kind() == OpKind::Concat || op.kind() == OpKind::Stack) return join(op, inputs);
-  return staged(node, inputs, "no device kernel for " + std::string(op.name()) + " yet");
+  TG_ASSERT(false) << "the device layer has no dispatch for " << op.name()
+                   << ", though hasKernel says it runs";
+  return {};
 }
 
 void DeviceLayer::synchronize() {
@@ -220,6 +246,14 @@ DeviceLayer::PackedArgs DeviceLayer::pack(const codegen::KernelArgs &args, size_
   toDevice(base, words.data(), words.size() * sizeof(int64_t));
   return {block, base, base + rank * 8, base + (rank + strideCount) * 8,
           base + (rank + strideCount + numInputs) * 8};
+}
+
+/// A grid-stride launch over `count` elements: blocks of kBlockSize threads, enough to keep every
+/// multiprocessor busy.
+Grid DeviceLayer::elementwiseGrid(int64_t count) const {
+  auto blocks = static_cast<unsigned>(std::min<int64_t>(
+      (count + kBlockSize - 1) / kBlockSize, int64_t(multiprocessors_) * kBlocksPerMultiprocessor));
+  return {blocks, 1, kBlockSize, 1};
 }
 
 /// Launches, then where the kernel can fail reads its error flag back and throws the kernel's error.
@@ -301,6 +335,27 @@ Tensor DeviceLayer::create(const ir::Node &node, const std::vector<Tensor> &inpu
   return elementwise(body, {}, std::move(shape));
 }
 
+/// eye, arange, rand, randn: the creation kernel over the op's shape.
+Tensor DeviceLayer::createByIndex(const ir::Op &op, ir::DType dtype) {
+  Tensor out = allocate(dtype, op.attrs().shape);
+  int64_t count = out.numElements();
+  if (count == 0) return out;
+  CreationKernelLaunch kernel{op.kind(), dtype, elementwiseGrid(count), count, addressOf(out)};
+  if (op.kind() == OpKind::Eye) kernel.p0 = op.attrs().shape.at(1);
+  if (op.kind() == OpKind::Rand || op.kind() == OpKind::Randn)
+    kernel.p0 = static_cast<int64_t>(op.attrs().seed);
+  if (op.kind() == OpKind::Arange) {
+    ArangeTerms terms = arangeTerms(op.attrs(), dtype);
+    kernel.p0 = terms.first, kernel.p1 = terms.step, kernel.x0 = terms.floatFirst,
+    kernel.x1 = terms.floatStep;
+  }
+  if (trace_)
+    trace_->line("launch " + codegen::creationKernelName(op.kind(), dtype) + " " + gridText(kernel.grid));
+  launch(kernel);
+  ++launches_;
+  return out;
+}
+
 /// concat (or stack: concat of the inputs with a size-1 axis added) along axis k: each input, with k moved
 /// first, made contiguous and copied after the previous one; the result is that buffer viewed with k back
 /// in place (a strided view, which every device op reads).
@@ -370,33 +425,63 @@ Tensor DeviceLayer::argReduce(const ir::Op &op, Tensor x) {
   return result;
 }
 
-/// Through gemm, or the generated matmul kernel where the device has none: f32 or f64 operands of rank 1 or
-/// 2. An undefined tensor when neither can.
+/// matmul with NumPy's semantics (a 1-D left operand is a row, a 1-D right operand a column, leading batch
+/// axes broadcast): each batch's matrix product through gemm where the device has it for the dtype, else
+/// through the generated matmul kernel (integers, bools, or a GPU without cuBLAS).
 Tensor DeviceLayer::matmul(const Tensor &left, const Tensor &right, ir::DType dtype) {
-  bool floating = dtype == ir::DType::F32 || dtype == ir::DType::F64;
-  if (!floating || left.rank() > 2 || right.rank() > 2) return {};
   auto asMatrix = [](const Tensor &x, bool isLeft) {
-    if (x.rank() == 2) return x;
+    if (x.rank() != 1) return x;
     int64_t size = x.shape()[0], stride = x.strides()[0];
     return isLeft ? x.view({1, size}, {size * stride, stride}, x.offset())
                   : x.view({size, 1}, {stride, 1}, x.offset());
   };
   Tensor a = asMatrix(left, true), b = asMatrix(right, false);
-  int64_t n = a.shape()[0], k = a.shape()[1], m = b.shape()[1];
-  if (b.shape()[0] != k)
+  size_t rankA = a.rank(), rankB = b.rank();
+  int64_t n = a.shape()[rankA - 2], k = a.shape()[rankA - 1], m = b.shape()[rankB - 1];
+  if (b.shape()[rankB - 2] != k)
     throw ir::UserError("matmul: inner dimensions do not match: " + shapeTuple(left.shape()) + " @ " +
                         shapeTuple(right.shape()));
-  std::vector<int64_t> resultShape;
+  // Each operand's batch axes, as a view broadcast over the batch shape of the result.
+  auto batchView = [](const Tensor &x) {
+    return x.view({x.shape().begin(), x.shape().end() - 2}, {x.strides().begin(), x.strides().end() - 2},
+                  x.offset());
+  };
+  std::vector<int64_t> batch = broadcastShapes(batchView(a).shape(), batchView(b).shape());
+  std::vector<int64_t> stridesA = broadcastStrides(batchView(a), batch),
+                       stridesB = broadcastStrides(batchView(b), batch);
+  std::vector<int64_t> shape = batch, resultShape = batch;
+  shape.insert(shape.end(), {n, m});
   if (left.rank() > 1) resultShape.push_back(n);
   if (right.rank() > 1) resultShape.push_back(m);
-  if (k == 0) { // a sum of nothing
+  if (k == 0) { // sums of nothing
     ir::ScalarGraph zero;
     zero.body.push_back({OpKind::Full, dtype, {}, 0.0});
     return elementwise(zero, {}, resultShape);
   }
-  Tensor out = allocate(dtype, {n, m});
+  Tensor out = allocate(dtype, shape);
   Tensor result = out.view(resultShape, Tensor::contiguousStrides(resultShape), 0);
-  if (n == 0 || m == 0) return result;
+  int64_t matrices = 1;
+  for (int64_t size : batch)
+    matrices *= size;
+  size_t element = ir::dtypeSize(dtype);
+  for (int64_t index = 0; index < matrices && n > 0 && m > 0; ++index) {
+    int64_t offsetA = a.offset(), offsetB = b.offset();
+    for (size_t d = batch.size(), rest = static_cast<size_t>(index); d-- > 0;) {
+      auto position = static_cast<int64_t>(rest % static_cast<size_t>(batch[d]));
+      rest /= static_cast<size_t>(batch[d]);
+      offsetA += position * stridesA[d];
+      offsetB += position * stridesB[d];
+    }
+    Tensor matrixA = a.view({n, k}, {a.strides()[rankA - 2], a.strides()[rankA - 1]}, offsetA);
+    Tensor matrixB = b.view({k, m}, {b.strides()[rankB - 2], b.strides()[rankB - 1]}, offsetB);
+    multiply(matrixA, matrixB, addressOf(out) + static_cast<DeviceAddress>(index * n * m) * element, dtype);
+  }
+  return result;
+}
+
+/// c (n x m, C order, at `c`) = a (n x k) @ b (k x m), k > 0.
+void DeviceLayer::multiply(const Tensor &a, const Tensor &b, DeviceAddress c, ir::DType dtype) {
+  int64_t n = a.shape()[0], k = a.shape()[1], m = b.shape()[1];
   if (!hasGemm(dtype)) {
     // The generated kernel reads a and b in place, through their strides.
     auto blocks = [](int64_t size) {
@@ -414,12 +499,12 @@ Tensor DeviceLayer::matmul(const Tensor &left, const Tensor &right, ir::DType dt
                               addressOf(b),
                               b.strides()[0],
                               b.strides()[1],
-                              addressOf(out)};
+                              c};
     if (trace_) trace_->line("launch " + codegen::matmulKernelName(dtype) + " " + gridText(kernel.grid));
     launch(kernel);
     ++launches_;
     ++generatedMatmuls_;
-    return result;
+    return;
   }
   // Each operand read in place when row-major or transposed, else copied to C order first. A copy's block may
   // go back to the memory before the gemm runs: a device reuses it only for work queued later.
@@ -435,7 +520,7 @@ Tensor DeviceLayer::matmul(const Tensor &left, const Tensor &right, ir::DType dt
     }
   };
   Gemm product;
-  product.dtype = dtype, product.n = n, product.m = m, product.k = k, product.c = addressOf(out);
+  product.dtype = dtype, product.n = n, product.m = m, product.k = k, product.c = c;
   operand(a, product.a, product.transposeA, product.leadingA);
   operand(b, product.b, product.transposeB, product.leadingB);
   product.strideC = n * m;
@@ -448,7 +533,6 @@ Tensor DeviceLayer::matmul(const Tensor &left, const Tensor &right, ir::DType dt
   }
   gemm(product);
   ++gemms_;
-  return result;
 }
 
 /// Runs the node's CPU kernel on host copies of its inputs and uploads the result.

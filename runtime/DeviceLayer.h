@@ -9,13 +9,16 @@
 //   fused or plain reduction       the generated reduction kernel (one block per output)
 //   argmax, argmin                 two generated reductions (runtime/ArgReduction.h)
 //   concat, stack                  device-to-device copies of the parts, the joined axis moved first
-//   matmul (f32, f64, up to 2-D)   gemm, or where the device has none the generated matmul kernel
+//   matmul                         per batch matrix: gemm (f32, f64) where the device has it, else the
+//                                  generated matmul kernel (and for i32, i64, bool)
 //   zeros, ones, full,             generated kernels (a program of one immediate; full broadcasts its
 //   zeros_like, ones_like          value, converted on the host exactly as the CPU does)
+//   eye, arange, rand, randn       the creation kernels (codegen/Kernel.h): each element from its index
 //   transpose, broadcast_to,       views of device memory (reshape of a non-contiguous value copies it with
 //   slice, reshape                 a generated kernel first)
-//   anything else                  staged: inputs copied to the host, the CPU kernel, the result copied back;
-//                                  counted and named in report() (tgc run -v)
+//   anything else (hasKernel)      staged: inputs copied to the host, the CPU kernel, the result copied back;
+//                                  counted and named in report() (tgc run -v). Only ops that Ops.def marks
+//                                  host-only (the placement keeps them off the device) and arange of bool.
 //
 // A kernel that can fail (integer pow with a negative exponent) stores an error code in a flag that is read
 // back after its launch.
@@ -62,6 +65,17 @@ struct MatmulKernelLaunch {
   DeviceAddress b = 0;
   int64_t bRowStride = 0, bColStride = 0;
   DeviceAddress c = 0;
+};
+
+/// A launch of the creation kernel of `kind` and `dtype` (codegen/Kernel.h's creation kernels).
+struct CreationKernelLaunch {
+  ir::OpKind kind = ir::OpKind::Eye;
+  ir::DType dtype = ir::DType::F32;
+  Grid grid;
+  int64_t count = 0;
+  DeviceAddress output = 0;
+  int64_t p0 = 0, p1 = 0;
+  double x0 = 0, x1 = 0;
 };
 
 /// c (n x m, row-major, leading dimension m) = op(a) (n x k) @ op(b) (k x m), row-major operands with leading
@@ -118,6 +132,11 @@ private:
 
 class DeviceLayer : public Device {
 public:
+  /// Whether run() computes `kind` (giving `dtype`) on the device, else staging it through the host: every op
+  /// that ir/Ops.def says has a device implementation, for every dtype but arange's bool (to_device and
+  /// to_host are upload and download).
+  static bool hasKernel(ir::OpKind kind, ir::DType dtype);
+
   Tensor upload(const Tensor &host) final;
   Tensor download(const Tensor &device) final;
   Tensor run(const ir::Node &node, const std::vector<Tensor> &arguments) final;
@@ -137,6 +156,7 @@ protected:
   virtual void copyOnDevice(DeviceAddress target, DeviceAddress source, size_t bytes) = 0;
   virtual void launch(const FusedKernelLaunch &launch) = 0;
   virtual void launch(const MatmulKernelLaunch &launch) = 0;
+  virtual void launch(const CreationKernelLaunch &launch) = 0;
   /// Whether gemm() takes `dtype` (f32 and f64 where a BLAS is there).
   virtual bool hasGemm(ir::DType dtype) const = 0;
   virtual void gemm(const Gemm &gemm) = 0;
@@ -154,7 +174,10 @@ private:
   Tensor join(const ir::Op &op, std::vector<Tensor> inputs);
   Tensor argReduce(const ir::Op &op, Tensor x);
   Tensor matmul(const Tensor &left, const Tensor &right, ir::DType dtype);
+  void multiply(const Tensor &a, const Tensor &b, DeviceAddress c, ir::DType dtype);
   Tensor create(const ir::Node &node, const std::vector<Tensor> &inputs);
+  Tensor createByIndex(const ir::Op &op, ir::DType dtype);
+  Grid elementwiseGrid(int64_t count) const;
   Tensor staged(const ir::Node &node, const std::vector<Tensor> &inputs, const std::string &why);
   struct PackedArgs;
   PackedArgs pack(const codegen::KernelArgs &args, size_t numInputs, bool strided);

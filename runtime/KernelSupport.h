@@ -104,6 +104,15 @@ Tensor reductionKernel(const ir::Op &op, const Tensor &input, ir::DType dtype);
 Tensor matmulKernel(const Tensor &a, const Tensor &b, ir::DType dtype);
 Tensor shapeKernel(const ir::Op &op, const std::vector<Tensor> &inputs);
 Tensor creationKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype);
+
+/// arange's element i in a dtype other than bool is first + i * step: for integer dtypes `first` and `step`
+/// as 64-bit integers (the sum computed in 64 bits, wrapping, then narrowed), for float dtypes as values of
+/// the dtype (the sum computed in the dtype): NumPy's fill, exact for integer bounds.
+struct ArangeTerms {
+  int64_t first = 0, step = 0;
+  double floatFirst = 0, floatStep = 0;
+};
+ArangeTerms arangeTerms(const ir::OpAttrs &attrs, ir::DType dtype);
 Tensor sortKernel(const ir::Op &op, const Tensor &input, ir::DType dtype);
 /// A fused node's program over whole tensors.
 Tensor fusedKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype);

@@ -86,6 +86,14 @@ private:
         kernel(&args, x, y);
   }
 
+  void launch(const CreationKernelLaunch &launch) override {
+    codegen::SimCreationKernel kernel = codegen::compileSimCreationKernel(launch.kind, launch.dtype);
+    codegen::CreationArgs args{launch.count, pointer<void>(launch.output), launch.p0, launch.p1, launch.x0,
+                               launch.x1};
+    for (int64_t block = 0; block < launch.grid.blocksX; ++block)
+      kernel(&args, block, launch.grid.threadsX, launch.grid.blocksX);
+  }
+
   bool hasGemm(ir::DType dtype) const override { return dtype == ir::DType::F32 || dtype == ir::DType::F64; }
 
   void gemm(const Gemm &g) override {

@@ -68,18 +68,20 @@ std::string explainPlacement(const ir::Program &program, const opt::PlacementRea
 }
 
 /// --emit=llvm: the LLVM IR of every host kernel; --emit=ptx: one PTX module holding every device kernel, or
-/// every kernel when nothing runs on a device, and the generated matmul kernel for each device matmul (what a
-/// GPU without cuBLAS runs). A comment names each kernel's node and source line (PTX: all of them first, then
-/// the module, whose entries are the names they give).
+/// every kernel when nothing runs on a device: fused kernels, the generated matmul kernel for each device
+/// matmul (what a GPU without cuBLAS runs; integer and bool matmuls always), the creation kernels of device
+/// eye, arange, rand and randn. A comment names each kernel's node and source line (PTX: all of them first,
+/// then the module, whose entries are the names they give).
 std::string printKernels(const ir::Program &program, bool ptx, const std::string &gpuArch) {
   std::vector<const ir::Node *> kernels;
   bool anyDevice = false;
   for (const ir::Node *node : program.graph.toposort()) {
     bool device = node->op().place() == ir::Place::Device;
     ir::DType dtype = node->output()->type().dtype;
-    bool generatedMatmul = ptx && device && node->op().kind() == ir::OpKind::Matmul &&
-                           (dtype == ir::DType::F32 || dtype == ir::DType::F64);
-    if (node->op().kind() == ir::OpKind::Fused || generatedMatmul) {
+    bool generated =
+        ptx && device &&
+        (node->op().kind() == ir::OpKind::Matmul || codegen::hasCreationKernel(node->op().kind(), dtype));
+    if (node->op().kind() == ir::OpKind::Fused || generated) {
       kernels.push_back(node);
       anyDevice = anyDevice || device;
     }
@@ -87,17 +89,25 @@ std::string printKernels(const ir::Program &program, bool ptx, const std::string
   std::ostringstream out;
   const char *comment = ptx ? "//" : ";";
   size_t index = 0;
-  std::vector<codegen::KernelSpec> specs;
-  std::vector<ir::DType> matmuls;
+  codegen::PtxModuleKernels module;
   for (const ir::Node *node : kernels) {
     bool device = node->op().place() == ir::Place::Device;
     if (ptx ? anyDevice && !device : device) continue;
     if (node->op().kind() == ir::OpKind::Matmul) {
       ir::DType dtype = node->output()->type().dtype;
-      matmuls.push_back(dtype);
+      bool floating = dtype == ir::DType::F32 || dtype == ir::DType::F64;
+      module.matmuls.push_back(dtype);
       out << comment << " kernel " << index++ << ": matmul -> " << node->output()->type().str()
-          << ", the generated kernel (used without cuBLAS), at " << node->loc().str() << ": "
-          << codegen::matmulKernelName(dtype) << "\n";
+          << ", the generated kernel" << (floating ? " (used without cuBLAS)" : "") << ", at "
+          << node->loc().str() << ": " << codegen::matmulKernelName(dtype) << "\n";
+      continue;
+    }
+    if (node->op().kind() != ir::OpKind::Fused) {
+      ir::DType dtype = node->output()->type().dtype;
+      module.creations.emplace_back(node->op().kind(), dtype);
+      out << comment << " kernel " << index++ << ": " << node->op().str() << " -> "
+          << node->output()->type().str() << ", at " << node->loc().str() << ": "
+          << codegen::creationKernelName(node->op().kind(), dtype) << "\n";
       continue;
     }
     codegen::Layout layout = staticLayout(*node);
@@ -107,7 +117,7 @@ std::string printKernels(const ir::Program &program, bool ptx, const std::string
         << (layout == codegen::Layout::Contiguous ? "contiguous" : "strided") << ", at " << node->loc().str();
     if (ptx) {
       out << ": " << codegen::kernelName(spec) << "\n";
-      specs.push_back(spec);
+      module.fused.push_back(spec);
     } else {
       out << "\n" << codegen::emitHostLlvm(spec) << "\n";
     }
@@ -115,7 +125,7 @@ std::string printKernels(const ir::Program &program, bool ptx, const std::string
   if (index == 0)
     out << comment << " no " << (ptx ? "device " : "host ") << "kernels\n";
   else if (ptx)
-    out << "\n" << codegen::emitPtx(specs, matmuls, gpuArch);
+    out << "\n" << codegen::emitPtx(module, gpuArch);
   return out.str();
 }
 

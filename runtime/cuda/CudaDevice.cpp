@@ -178,6 +178,13 @@ private:
         {&p.n, &p.m, &p.k, &p.a, &p.aRowStride, &p.aColStride, &p.b, &p.bRowStride, &p.bColStride, &p.c});
   }
 
+  void launch(const CreationKernelLaunch &launch) override {
+    CUfunction kernel = function(codegen::creationKernelName(launch.kind, launch.dtype),
+                                 [&] { return codegen::emitCreationPtx(launch.kind, launch.dtype, arch_); });
+    CreationKernelLaunch p = launch;
+    launchOnGrid(kernel, launch.grid, {&p.count, &p.output, &p.p0, &p.p1, &p.x0, &p.x1});
+  }
+
   bool hasGemm(ir::DType dtype) const override {
     return cublas_ && (dtype == ir::DType::F32 || dtype == ir::DType::F64);
   }

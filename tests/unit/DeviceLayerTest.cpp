@@ -1,0 +1,155 @@
+// The device layer (runtime/DeviceLayer.h) on the simulated device: ops that used to be staged through the
+// host (eye, arange, rand, randn, integer, bool and batched matmul) now run as device kernels, and give the
+// CPU's numbers exactly (the simulated kernels call the same libm as the CPU kernels).
+#include "runtime/DeviceLayer.h"
+
+#include "ir/Graph.h"
+#include "runtime/Device.h"
+#include "runtime/Kernels.h"
+
+#include <gtest/gtest.h>
+#include <string>
+
+namespace {
+
+using tg::ir::Dim;
+using tg::ir::DType;
+using tg::ir::Graph;
+using tg::ir::Op;
+using tg::ir::OpAttrs;
+using tg::ir::OpKind;
+using tg::ir::Place;
+using tg::ir::TensorData;
+using tg::ir::TensorType;
+using tg::runtime::Device;
+using tg::runtime::Tensor;
+
+TensorType typeOf(DType dtype, const std::vector<int64_t> &shape, Place place) {
+  TensorType type{dtype, {}, place};
+  for (int64_t size : shape)
+    type.shape.push_back(Dim::of(size));
+  return type;
+}
+
+/// Runs `kind` on `inputs` as a device node on the simulated device and as a host node on the CPU; expects
+/// the same dtype, shape and elements, and nothing staged through the host.
+void expectDeviceMatchesCpu(OpKind kind, const OpAttrs &attrs, DType dtype, const std::vector<int64_t> &shape,
+                            const std::vector<Tensor> &inputs, const std::string &what) {
+  Graph graph;
+  std::vector<tg::ir::Value *> values;
+  for (const Tensor &input : inputs)
+    values.push_back(graph.addInput(typeOf(input.dtype(), input.shape(), Place::Device), "x"));
+  OpAttrs withDtype = attrs;
+  withDtype.dtype = dtype;
+  tg::ir::Node *node = graph.addNode(Op(kind, withDtype, Place::Device), values);
+  ASSERT_EQ(node->output()->type().dtype, dtype) << what;
+  std::unique_ptr<Device> device = tg::runtime::makeSimDevice();
+  std::vector<Tensor> onDevice;
+  for (const Tensor &input : inputs)
+    onDevice.push_back(device->upload(input));
+  TensorData got = device->download(device->run(*node, onDevice)).toData();
+  TensorData want =
+      tg::runtime::runOp(Op(kind, withDtype), inputs, {typeOf(dtype, shape, Place::Host)}).at(0).toData();
+  EXPECT_EQ(got.shape, want.shape) << what;
+  EXPECT_EQ(got.dtype, want.dtype) << what;
+  EXPECT_EQ(got, want) << what;
+  EXPECT_EQ(device->report().find("staging"), std::string::npos) << what << ": " << device->report();
+}
+
+Tensor range(DType dtype, const std::vector<int64_t> &shape, int64_t start = 0) {
+  Tensor tensor = Tensor::empty(dtype, shape);
+  TensorData data = tensor.toData();
+  for (int64_t i = 0; i < data.numElements(); ++i)
+    data.set(i, dtype == DType::Bool ? static_cast<double>((i + start) % 3 == 0)
+                                     : static_cast<double>(i + start));
+  return Tensor::fromData(data);
+}
+
+TEST(DeviceLayerTest, EyeIsADeviceKernel) {
+  for (DType dtype : {DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool}) {
+    OpAttrs attrs;
+    attrs.shape = {5, 7};
+    expectDeviceMatchesCpu(OpKind::Eye, attrs, dtype, {5, 7}, {},
+                           std::string("eye ") + tg::ir::dtypeName(dtype));
+  }
+}
+
+TEST(DeviceLayerTest, ArangeIsExactOnTheDevice) {
+  struct Case {
+    tg::ir::Number start, stop, step;
+    DType dtype;
+  };
+  using tg::ir::Number;
+  for (const Case &c : std::vector<Case>{
+           {Number::ofInt(9007199254740993), Number::ofInt(9007199254741003), Number::ofInt(1), DType::I64},
+           {Number::ofInt(-9223372036854775807), Number::ofInt(9223372036854775807),
+            Number::ofInt(3074457345618258602), DType::I64},
+           {Number::ofInt(5), Number::ofInt(-20), Number::ofInt(-3), DType::I32},
+           {Number::ofFloat(0.5), Number::ofFloat(3.0), Number::ofFloat(0.1), DType::F32},
+           {Number::ofFloat(1.0), Number::ofFloat(2.0), Number::ofFloat(0.1), DType::F64},
+           {Number::ofFloat(0.5), Number::ofFloat(9.0), Number::ofFloat(1.5), DType::I64},
+       }) {
+    OpAttrs attrs;
+    attrs.scalars = {c.start, c.stop, c.step};
+    int64_t length = tg::ir::arangeLength(c.start, c.stop, c.step, c.dtype);
+    attrs.shape = {length};
+    expectDeviceMatchesCpu(OpKind::Arange, attrs, c.dtype, {length}, {},
+                           "arange(" + c.start.str() + ", " + c.stop.str() + ", " + c.step.str() + ") " +
+                               tg::ir::dtypeName(c.dtype));
+  }
+}
+
+TEST(DeviceLayerTest, RandAndRandnGiveTheCpusNumbers) {
+  for (OpKind kind : {OpKind::Rand, OpKind::Randn})
+    for (DType dtype : {DType::F32, DType::F64}) {
+      OpAttrs attrs;
+      attrs.shape = {3, 1000};
+      attrs.seed = 0x123456789abcdefULL;
+      expectDeviceMatchesCpu(kind, attrs, dtype, {3, 1000}, {},
+                             std::string(tg::ir::opName(kind)) + " " + tg::ir::dtypeName(dtype));
+    }
+}
+
+TEST(DeviceLayerTest, IntegerBoolAndBatchedMatmulRunOnTheDevice) {
+  struct Case {
+    DType dtype;
+    std::vector<int64_t> a, b, out;
+  };
+  for (const Case &c : std::vector<Case>{
+           {DType::I32, {70, 5}, {5, 66}, {70, 66}},
+           {DType::I64, {2, 3, 4}, {4, 2}, {2, 3, 2}},
+           {DType::I64, {3, 1, 2, 5}, {4, 5, 3}, {3, 4, 2, 3}},
+           {DType::Bool, {4, 3}, {3, 5}, {4, 5}},
+           {DType::F32, {2, 3, 4}, {2, 4, 5}, {2, 3, 5}},
+           {DType::F64, {4}, {3, 4, 2}, {3, 2}},
+           {DType::I32, {6}, {6}, {}},
+       }) {
+    std::string what = std::string("matmul ") + tg::ir::dtypeName(c.dtype) + " " +
+                       tg::runtime::shapeTuple(c.a) + " @ " + tg::runtime::shapeTuple(c.b);
+    expectDeviceMatchesCpu(OpKind::Matmul, {}, c.dtype, c.out, {range(c.dtype, c.a), range(c.dtype, c.b, 1)},
+                           what);
+  }
+}
+
+/// Whether the language makes `kind` of `dtype`: rand and randn are float, arange is not bool.
+bool languageMakes(OpKind kind, DType dtype) {
+  bool isFloat = dtype == DType::F32 || dtype == DType::F64;
+  if (kind == OpKind::Rand || kind == OpKind::Randn) return isFloat;
+  return !(kind == OpKind::Arange && dtype == DType::Bool);
+}
+
+/// Ops.def's device column is what the layer runs: an op with a device implementation has a device kernel
+/// for every dtype the language gives it, a host-only op none.
+TEST(DeviceLayerTest, OpsDefsDeviceColumnIsWhatTheLayerRuns) {
+  using tg::runtime::DeviceLayer;
+  for (DType dtype : {DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool}) {
+#define OP(Enum, name, arity, fusion, device)                                                                \
+  if (languageMakes(OpKind::Enum, dtype))                                                                    \
+    EXPECT_EQ(DeviceLayer::hasKernel(OpKind::Enum, dtype), device) << name << " " << tg::ir::dtypeName(dtype);
+#include "ir/Ops.def"
+  }
+  EXPECT_TRUE(DeviceLayer::hasKernel(OpKind::Rand, DType::F64));
+  EXPECT_FALSE(DeviceLayer::hasKernel(OpKind::Sort, DType::F32));
+}
+
+} // namespace

@@ -64,15 +64,24 @@ sys.exit(1 if failed else 0)
 EOF
 "$python" "$work/examples.py" record "$reference" "$PWD" "$work/reference.json"
 
-# What the namespace hides: the build's libraries and tools (the NumPy step keeps OpenBLAS and libgfortran).
+# What the namespace hides: the build's libraries (the NumPy step keeps OpenBLAS and libgfortran), and its tools,
+# the package manager's and pip, which are replaced by a script that notes the call and fails.
 lib=/usr/lib/x86_64-linux-gnu
 hidden_for_numpy=("$lib"/openblas-pthread "$lib"/libopenblas* "$lib"/libblas* "$lib"/liblapack* "$lib"/libgfortran*
   "$lib"/libquadmath*)
 hidden=(/usr/lib/llvm-* /usr/include /usr/local/cuda /usr/local/cuda-* /usr/lib/gcc /usr/lib/jvm "$lib"/libLLVM*
-  "$lib"/libantlr4* "$lib"/libedit* "$lib"/libbsd* "$lib"/libmd.* "$lib"/libz3* "$lib"/libxml2* "$lib"/libgtest*
-  /usr/bin/cc /usr/bin/c++ /usr/bin/cpp* /usr/bin/gcc* /usr/bin/g++* /usr/bin/clang* /usr/bin/x86_64-linux-gnu-*
-  /usr/bin/ld /usr/bin/ld.bfd /usr/bin/ld.gold /usr/bin/as /usr/bin/cmake /usr/bin/ctest /usr/bin/ninja
-  /usr/bin/antlr4 /usr/bin/java /usr/bin/llvm-config* /usr/bin/apt /usr/bin/apt-get /usr/bin/dpkg)
+  "$lib"/libantlr4* "$lib"/libedit* "$lib"/libbsd* "$lib"/libmd.* "$lib"/libz3* "$lib"/libxml2* "$lib"/libgtest*)
+tools=(/usr/bin/cc /usr/bin/c++ /usr/bin/cpp* /usr/bin/gcc* /usr/bin/g++* /usr/bin/clang* /usr/bin/x86_64-linux-gnu-*
+  /usr/bin/ld /usr/bin/ld.bfd /usr/bin/ld.gold /usr/bin/as /usr/bin/make /usr/bin/cmake /usr/bin/ctest /usr/bin/ninja
+  /usr/bin/antlr4 /usr/bin/java /usr/bin/llvm-config* /usr/bin/apt /usr/bin/apt-get /usr/bin/apt-cache /usr/bin/dpkg
+  $(type -ap pip pip3 | sort -u || true))
+cat >"$work/called.sh" <<EOF
+#!/bin/sh
+echo "\$0 \$*" >>"$work/called.log"
+echo "tools/bundle_test.sh: \$0 was called" >&2
+exit 1
+EOF
+chmod +x "$work/called.sh"
 cat >"$work/hidden.sh" <<EOF
 set -euo pipefail
 hide() {
@@ -81,6 +90,9 @@ hide() {
     if [ -d "\$path" ]; then mount --bind "$work/empty" "\$path"; else mount --bind /dev/null "\$path"; fi
   done
 }
+for path in ${tools[*]}; do
+  [ -e "\$path" ] && mount --bind "$work/called.sh" "\$path"
+done
 EOF
 
 echo "== 1. libraries, with the build's packages hidden"
@@ -134,4 +146,21 @@ hide ${hidden[*]}
 "$python" "$root/tests/e2e/numpy_compare.py" --tgc "$root/bin/tgc" --device sim
 EOF
 unshare --mount bash "$work/step4.sh"
+echo "== 5. bench/gpu.sh --bundle: no package manager, CMake or compiler called"
+cat >"$work/step5.sh" <<EOF
+source "$work/hidden.sh"
+hide ${hidden[*]} ${hidden_for_numpy[*]}
+bash "$PWD/bench/gpu.sh" --bundle "$tarball"
+EOF
+# Without a GPU it stops at the probe (exit 1) with the driver's reason; with one, it runs the whole check.
+status=0
+unshare --mount bash "$work/step5.sh" || status=$?
+[ $status -le 1 ] || { echo "FAIL bench/gpu.sh --bundle exited $status"; exit 1; }
+
+if [ -s "$work/called.log" ]; then
+  echo "FAIL the bundle's checks called what a bare machine lacks:"
+  cat "$work/called.log"
+  exit 1
+fi
+echo "ok   no step called a package manager, pip, CMake, a compiler or a linker"
 echo "tools/bundle_test.sh: $(basename "$tarball") passed"

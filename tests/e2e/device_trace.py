@@ -5,13 +5,16 @@ Every example (with the data and steps of sim_matches_cpu.py) and every group of
 (numpy_compare.py) runs twice with TGC_DEVICE_TRACE set: on --device=sim, and on --device=cuda over the fake
 CUDA driver and fake cuBLAS the tests build (tests/fake_cuda; its launches run nothing, so only the trace is
 compared, not the results: numpy_compare_sim and sim_matches_cpu check the sim's numbers). The fake driver is
-given the simulated GPU's 132 multiprocessors, so that launch shapes agree. The two traces must be equal line
+given the simulated GPU's 132 multiprocessors, so that launch shapes agree. Without --fake-cuda, the CUDA device
+is the machine's own GPU (bench/gpu.sh): its traces must equal the sim's too, when it has 132 multiprocessors
+(an H100 SXM or H200) and cuBLAS. The two traces must be equal line
 for line (allocations, copies and their sizes, kernel names and grids, gemm shapes, synchronizations), both runs must
 exit with the same status, an example with inputs must launch kernels, and no op may be staged through the
 host (every op the scripts use has a device kernel).
 
   /usr/bin/python3 tests/e2e/device_trace.py --tgc build/tgc --fake-cuda build/tests/libtgc_fake_cuda.so \\
       --fake-cublas build/tests/libtgc_fake_cublas.so [-k SUBSTRING] [-v]
+  python3 tests/e2e/device_trace.py --tgc bin/tgc        (on a GPU machine)
 
 Exits 77 (skipped) when libdevice, which the CUDA device's PTX needs, is not installed. The last line printed
 is exactly `N passed, M failed`; the exit status is non-zero on any failure.
@@ -37,9 +40,11 @@ STAGED = re.compile(r"^(sim|cuda): \d+ (\w+) node\(s\) ran on the host through s
 
 
 def environments(args, folder, name):
-    """The environment of the sim run and of the fake-CUDA run, each with its own trace file."""
-    common = dict(os.environ, TGC_CUDA_DRIVER=args.fake_cuda, TGC_CUBLAS=args.fake_cublas,
-                  TGC_FAKE_CUDA_SMS=str(SIM_MULTIPROCESSORS))
+    """The environment of the sim run and of the CUDA run, each with its own trace file."""
+    common = dict(os.environ)
+    if args.fake_cuda:
+        common.update(TGC_CUDA_DRIVER=args.fake_cuda, TGC_CUBLAS=args.fake_cublas,
+                      TGC_FAKE_CUDA_SMS=str(SIM_MULTIPROCESSORS))
     return {device: dict(common, TGC_DEVICE_TRACE=os.path.join(folder, "%s.%s.trace" % (name, device)))
             for device in ("sim", "cuda")}
 
@@ -119,8 +124,8 @@ def numpy_jobs(args, folder):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tgc", required=True, help="the tgc binary")
-    parser.add_argument("--fake-cuda", required=True, help="the fake CUDA driver (tests/fake_cuda)")
-    parser.add_argument("--fake-cublas", required=True, help="the fake cuBLAS (tests/fake_cuda)")
+    parser.add_argument("--fake-cuda", help="the fake CUDA driver (tests/fake_cuda); without it, the real GPU")
+    parser.add_argument("--fake-cublas", help="the fake cuBLAS (tests/fake_cuda), with --fake-cuda")
     parser.add_argument("-k", dest="filter", help="only the examples and groups whose name contains this")
     parser.add_argument("-v", "--verbose", action="store_true", help="list every comparison")
     parser.add_argument("-j", dest="jobs", type=int, default=2, help="comparisons run at once (default 2)")
@@ -128,6 +133,17 @@ def main():
     if not os.path.exists(LIBDEVICE):
         print("skipped: libdevice (%s) is not installed, and the CUDA device's PTX needs it" % LIBDEVICE)
         return 77
+    if not args.fake_cuda:
+        probe = subprocess.run([args.tgc, "run", os.path.join(sim_matches_cpu.EXAMPLES, "softmax.tg"), "--device",
+                                "cuda", "-v"], capture_output=True, text=True, timeout=300)
+        found = re.search(r"cuda: .*\(sm_\d+, (\d+) SMs", probe.stderr)
+        if probe.returncode != 0 or not found:
+            print("skipped: no GPU: %s" % probe.stderr.strip()[-300:])
+            return 77
+        if int(found.group(1)) != SIM_MULTIPROCESSORS:
+            print("skipped: the GPU has %s multiprocessors, the simulated one %d: launch shapes differ"
+                  % (found.group(1), SIM_MULTIPROCESSORS))
+            return 77
     passed = failed = 0
     with tempfile.TemporaryDirectory(prefix="tgc_trace_") as folder:
         jobs = list(example_jobs(args, folder)) + list(numpy_jobs(args, folder))

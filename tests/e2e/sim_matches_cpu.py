@@ -110,23 +110,24 @@ def check_example(tgc, path, verbose):
             a = cpu_lines[i] if i < len(cpu_lines) else "<none>"
             b = sim_lines[i] if i < len(sim_lines) else "<none>"
             if not same_output(a, b):
-                detail = "first difference, line %d:\n    cpu: %s\n    sim: %s" % (i + 1, a, b)
+                detail = "first difference, line %d:\n    cpu: %s\n    %s: %s" % (i + 1, a, DEVICE, b)
                 break
         if not detail:
             detail = "no output"
-    checks.append(("sim prints what cpu prints (%d lines)" % len(cpu.stdout.splitlines()), same, detail))
+    checks.append(("%s prints what cpu prints (%d lines)" % (DEVICE, len(cpu.stdout.splitlines())), same, detail))
 
     reports = TRANSFERS.findall(sim.stderr)
     if not reports:
-        checks.append(("sim reports its transfers", False, "stderr:\n" + sim.stderr.strip()))
+        checks.append(("%s reports its transfers" % DEVICE, False, "stderr:\n" + sim.stderr.strip()))
     else:
         to_device, to_host, size = (int(n) for n in reports[-1])
         if wanted:
-            checks.append(("sim moves data to the device (%d to the device, %d to the host, %d bytes)"
-                           % (to_device, to_host, size), to_device > 0, "expected N > 0 for an example with inputs"))
+            checks.append(("%s moves data to the device (%d to the device, %d to the host, %d bytes)"
+                           % (DEVICE, to_device, to_host, size), to_device > 0,
+                           "expected N > 0 for an example with inputs"))
         else:
-            checks.append(("sim reports its transfers (%d to the device, %d to the host; no inputs)"
-                           % (to_device, to_host), True, ""))
+            checks.append(("%s reports its transfers (%d to the device, %d to the host; no inputs)"
+                           % (DEVICE, to_device, to_host), True, ""))
     cpu_reports = TRANSFERS.findall(cpu.stderr)
     no_transfer = bool(cpu_reports) and all(int(n) == 0 for report in cpu_reports for n in report)
     checks.append(("cpu makes no transfer", no_transfer, "stderr:\n" + cpu.stderr.strip()))

@@ -74,7 +74,7 @@ if [ -n "$bundle" ]; then
   # The bundle's libdevice, unless one is named (a machine without the CUDA toolkit has none).
   export TGC_LIBDEVICE=${TGC_LIBDEVICE:-$root/lib/libdevice.10.bc}
   if ! version=$("$tgc" --version 2>&1); then
-    echo "bench/gpu.sh: the bundle's tgc does not start here (it needs glibc 2.36 and GCC 12's libstdc++): $version"
+    echo "bench/gpu.sh: the bundle's tgc does not start here (it needs glibc 2.34 and GCC 12's libstdc++): $version"
     exit 1
   fi
   echo "$version, from $(basename "$bundle")"

@@ -32,8 +32,8 @@ endforeach()
 
 # lib/libtgc.so: every object of tgc's libraries (--whole-archive), the LLVM objects they reach, and the shared
 # libraries they link. The archives are named again without --whole-archive so that their own dependencies follow.
-file(WRITE ${CMAKE_BINARY_DIR}/tgc_library.cpp "// lib/libtgc.so: tgc's libraries linked whole (tools/Bundle.cmake)\n")
-add_library(tgc_library SHARED ${CMAKE_BINARY_DIR}/tgc_library.cpp)
+# BundleGlibc.cpp stands in for the one glibc function newer than 2.34 that LLVM calls.
+add_library(tgc_library SHARED ${CMAKE_SOURCE_DIR}/tools/BundleGlibc.cpp)
 set(archives)
 foreach(library ${TGC_BUNDLE_LIBRARIES})
   list(APPEND archives $<TARGET_FILE:${library}>)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # tools/bundle.sh [OUT_DIR]: a portable tgc, OUT_DIR/tgc-VERSION-linux-x86_64.tar.gz (default OUT_DIR: dist/),
-# for an x86-64 Linux with glibc 2.36 or later and nothing else installed, such as a GPU machine lent for a
-# measurement (bench/gpu.sh --bundle runs its check from one). It builds in build-bundle/ with -DTGC_BUNDLE=ON
-# (tools/Bundle.cmake: LLVM linked statically into lib/libtgc.so) and lays out:
+# for x86-64 Linux with glibc 2.34 and GCC 12's libstdc++ (or later) and nothing else installed, such as a GPU
+# machine lent for a measurement (bench/gpu.sh --bundle runs its check from one). It builds in build-bundle/
+# with -DTGC_BUNDLE=ON (tools/Bundle.cmake: LLVM linked statically into lib/libtgc.so) and lays out:
 #
 #   bin/tgc                         the command
 #   lib/                            libtgc.so, the unit tests' fake CUDA driver and cuBLAS, and every library
@@ -74,7 +74,7 @@ cp -r tests/data "$stage/tests/"
 cp -r examples stdlib "$stage/"
 rm -f "$stage"/stdlib/*.cmake "$stage"/stdlib/CMakeLists.txt
 cat >"$stage/README" <<EOF
-tgc $version for x86-64 Linux with glibc 2.36 or later, made by tools/bundle.sh from $(git describe --always --dirty).
+tgc $version for x86-64 Linux with glibc 2.34 or later, made by tools/bundle.sh from $(git describe --always --dirty).
   bin/tgc run examples/softmax.tg [--device=cpu|sim|cuda]
   (cd THIS_FOLDER && tests/tgc_unit_tests)
   python3 tests/e2e/numpy_compare.py --tgc bin/tgc --device sim

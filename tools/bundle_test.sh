@@ -4,7 +4,8 @@
 # (REFERENCE_TGC, default build/tgc) prints for every example on --device=cpu and --device=sim, and then, in a
 # mount namespace (unshare --mount; needs root) where an empty folder or /dev/null hides LLVM, ANTLR's runtime,
 # OpenBLAS and libgfortran, libedit, the CUDA toolkit, the compilers, the linker and CMake:
-#   1. every library the bundle's binaries load comes from the bundle's lib/ or from the base system (ldd);
+#   1. every library the bundle's binaries load comes from the bundle's lib/ or from the base system (ldd), and
+#      no symbol they need is newer than glibc 2.34's;
 #   2. every example prints on cpu and on sim what the normal build prints, numbers compared as numbers
 #      (tests/e2e/numcheck.py: relative 1e-5, absolute 1e-6);
 #   3. the unit tests pass, run from the bundle's root;
@@ -122,6 +123,11 @@ unshare --mount bash "$work/step1.sh"
 newest() { objdump -T "$root"/bin/* "$root"/bench/* "$root"/tests/tgc_unit_tests "$root"/lib/*.so* |
   grep -o "$1_[0-9.]*" | sort -uV | tail -1; }
 echo "     the newest symbol versions it needs: $(newest GLIBC), $(newest GLIBCXX), $(newest CXXABI)"
+# glibc 2.34 (Ubuntu 22.04 has 2.35) and GCC 12's libstdc++ are what the bundle promises (tools/bundle.sh).
+if [ "$(printf '%s\n' "$(newest GLIBC)" GLIBC_2.34 | sort -V | tail -1)" != GLIBC_2.34 ]; then
+  echo "FAIL the bundle needs $(newest GLIBC), newer than glibc 2.34 (tools/BundleGlibc.cpp)"
+  exit 1
+fi
 
 echo "== 2. the examples on cpu and sim, against $reference"
 cat >"$work/step2.sh" <<EOF

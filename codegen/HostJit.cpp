@@ -1,11 +1,12 @@
 // The host side of the code generator: one ORC LLJIT for the process, the in-memory kernel caches, and the
 // host LLVM IR for --emit=llvm. Kernels are compiled for this CPU (its name and features) through the host
-// pipeline of optimizeModule (KernelBuilder.h), with glibc's libmvec registered so that loops over exp, log,
+// pipeline of optimizeModule (PassPipeline.h), with glibc's libmvec registered so that loops over exp, log,
 // sin, ... vectorize. Their object code goes to the disk cache (KernelCache.h), which a later process links
 // instead of building and compiling the module.
 #include "codegen/Kernel.h"
 #include "codegen/KernelBuilder.h"
 #include "codegen/KernelCache.h"
+#include "codegen/PassPipeline.h"
 #include "ir/Assert.h"
 #include "ir/SourceLoc.h"
 
@@ -316,7 +317,7 @@ private:
         llvm::consumeError(vectorMath.takeError());
       }
     }
-    // The vector math variants this CPU's code may call (KernelBuilder.h): none beyond its instruction set.
+    // The vector math variants this CPU's code may call (PassPipeline.h): none beyond its instruction set.
     if (hasLibmvec) {
       const llvm::MCSubtargetInfo &subtarget = *machine->getMCSubtargetInfo();
       vectorMath = wideVectors && subtarget.checkFeatures("+avx512f") ? VectorMath::Avx512

@@ -5,6 +5,7 @@
 #include "codegen/Kernel.h"
 #include "codegen/KernelBuilder.h"
 #include "codegen/KernelCache.h"
+#include "codegen/PassPipeline.h"
 #include "ir/Assert.h"
 #include "ir/SourceLoc.h"
 

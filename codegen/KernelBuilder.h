@@ -1,23 +1,42 @@
-// KernelBuilder: the kernel functions around the scalar body (ScalarEmitter.h): loads, index arithmetic and
-// stores for each target. Elementwise kernels are built in KernelBuilder.cpp, reductions in
-// ReductionBuilder.cpp, both on LoopEmitter.h; PassPipeline.h optimizes the finished module. Internal to
-// codegen.
+// KernelBuilder: a fused kernel's function for each target, around the scalar body that ScalarEmitter.h
+// emits: its signature, and the loads, index arithmetic and stores of its loops. Elementwise kernels are
+// built in KernelBuilder.cpp, reductions in ReductionBuilder.cpp, both on LoopEmitter.h; PassPipeline.h
+// optimizes the finished module. Internal to codegen.
 //
-//   host          i32 name(ptr args, i64 begin, i64 end)          a loop over [begin, end): Contiguous reads
-//                                                                  inputs[k][i]; Strided walks the rows of
-//                                                                  one plane (the last two axes) the caller
-//                                                                  points args at (runHostKernel walks the
-//                                                                  planes)
-//   simulated     i32 name(ptr args, i64 count, i64 block,        threads of one block in turn, each running
-//   the device            i64 blockSize, i64 gridSize)                 device's grid-stride loop NVPTX void
-//   name(i64 count, i64 rank, ptr shape, ptr inputs, ptr strides, ptr output, ptr errorFlag)
-//                                                                  the grid-stride loop for this thread
+// A fused kernel is one function per target (`args` points to a KernelArgs, Kernel.h):
 //
-// The two device kernels share one grid-stride loop, which finds a Strided element's offsets by dividing its
-// linear index by the shape.
+//   host               i32  name(ptr args, i64 begin, i64 end)
+//   simulated device   i32  name(ptr args, i64 count, i64 block, i64 blockSize, i64 gridSize)
+//   NVPTX, elementwise void name(i64 count, i64 rank, ptr shape, ptr inputs, ptr strides, ptr output,
+//                                ptr errorFlag)
+//   NVPTX, reduction   void name(i64 count, i64 rank, ptr shape, ptr inputs, ptr strides, ptr output,
+//                                ptr errorFlag, i64 reducedRank)
 //
-// Reduction kernels (a body with `reduction` set; KernelArgs puts the reduced axes last) have the same
-// signatures, over OUTPUT elements (pictures of their loops in ReductionBuilder.cpp).
+// and does, for an elementwise body (count: the output's elements)
+//
+//   host               elements [begin, end): Contiguous reads inputs[k][i]; Strided walks the rows of the
+//                      one plane (the last two axes) the caller points args at (runHostKernel walks the
+//                      planes). Returns the first failing element's error code, else kKernelOk.
+//   simulated device   threads t = 0 .. blockSize-1 of block `block` in turn, each the NVPTX kernel's
+//                      grid-stride loop over elements block * blockSize + t, then + gridSize * blockSize, ...
+//                      below count. Returns a failing element's error code, else kKernelOk.
+//   NVPTX              this thread's grid-stride loop: elements blockIdx.x * blockDim.x + threadIdx.x, then
+//                      + gridDim.x * blockDim.x, ... below count; a failing element stores its code in
+//                      *errorFlag.
+//
+// and for a reduction body (count: the OUTPUT's elements; KernelArgs puts the reduced axes last)
+//
+//   host               outputs [begin, end), each the reduction of its sub-space: Contiguous in one flat
+//                      loop, Strided row by row along the innermost reduced axis. Returns as above.
+//   simulated device   outputs block, block + gridSize, ... below count, each by the NVPTX kernel's algorithm
+//                      with the block's threads run one after another. Returns as above.
+//   NVPTX              outputs blockIdx.x, then + gridDim.x, ... below count: the block's threads stride over
+//                      the output's reduced elements and combine their partials by warp shuffles and shared
+//                      memory (blockDim.x a multiple of 32); errorFlag as above.
+//
+// The two device kernels of an elementwise body share one grid-stride loop, which finds a Strided element's
+// offsets by dividing its linear index by the shape. The two devices combine a reduction's partials in the
+// same tree, in the same order (pictures in ReductionBuilder.cpp).
 #pragma once
 
 #include "codegen/Kernel.h"

@@ -10,7 +10,8 @@
 #   2. the CUDA unit tests (the gtest filter $TGC_GPU_TESTS, default '*Cuda*:*Gpu*:*Ptx*': the driver layer on the
 #      fake driver, the real GPU's test, the PTX tests) from the bundle; from source, the whole suite (ctest);
 #   3. tests/e2e/numpy_compare.py and sim_matches_cpu.py with --device cuda: every example and the NumPy
-#      comparison suite give the CPU's numbers on the GPU;
+#      comparison suite give the CPU's numbers on the GPU; device_trace.py: the simulated device's trace of
+#      each is this GPU's (on a GPU of the sim's 132 multiprocessors: H100 SXM, H200);
 #   4. bench/gpu: fused elementwise kernels and reductions in GB/s and % of the card's peak, matmul in TFLOP/s
 #      through cuBLAS and through the generated kernel, first-run (compile + module load) latency, each result
 #      against the CPU's;
@@ -150,6 +151,10 @@ numpy=$("$python" -c 'import numpy; print(numpy.__version__)' 2>&1 | tail -1 || 
 step "end-to-end suites on cuda ($("$python" --version 2>&1), NumPy $numpy)"
 run "numpy_compare.py --device cuda" "$python" "$root/tests/e2e/numpy_compare.py" --tgc "$tgc" --device cuda
 run "sim_matches_cpu.py --device cuda" "$python" "$root/tests/e2e/sim_matches_cpu.py" --tgc "$tgc" --device cuda
+# The simulated device does what this GPU does: the same primitives, line for line (exit 77: not comparable here,
+# e.g. a GPU of another multiprocessor count).
+run "device_trace.py (sim against this GPU)" bash -c '"$1" "$2" --tgc "$3"; status=$?; [ $status -eq 77 ] || exit $status' \
+  _ "$python" "$root/tests/e2e/device_trace.py" "$tgc"
 
 step "kernels"
 # Peak memory bandwidth from nvidia-smi when it is there (double data rate: 2 transfers a clock).

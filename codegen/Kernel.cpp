@@ -1,6 +1,8 @@
-// The parts of the kernel API that need no LLVM: kernel names, error messages, and the walk over planes that
-// runs strided host kernels.
+// The parts of the kernel API that need no LLVM: kernel names, error messages, the rule that picks a kernel's
+// layout, and the walk over planes that runs strided host kernels.
 #include "codegen/Kernel.h"
+
+#include "ir/Assert.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -151,6 +153,47 @@ int32_t runHostKernel(const KernelSpec &spec, HostKernel kernel, const KernelArg
     }
   }
   return kKernelOk;
+}
+
+Layout kernelLayout(const ir::ScalarGraph &body, std::span<const int64_t> space,
+                    std::span<const LayoutInput> inputs, std::span<const int64_t> reducedAxes) {
+  bool reduction = body.reduction.has_value();
+  TG_ASSERT(reduction || reducedAxes.empty()) << "only a reduction kernel reduces axes";
+  auto rank = static_cast<int64_t>(space.size());
+  std::vector<bool> reduced(space.size(), false);
+  for (int64_t axis : reducedAxes) {
+    TG_ASSERT(axis >= -rank && axis < rank) << "axis " << axis << " out of range for rank " << rank;
+    reduced[static_cast<size_t>(axis < 0 ? axis + rank : axis)] = true;
+  }
+  // The order the kernel walks the axes in, innermost first: the reduced ones, then the kept ones.
+  std::vector<size_t> innermostFirst;
+  for (bool group : {true, false})
+    for (size_t axis = space.size(); axis-- > 0;)
+      if (reduced[axis] == group) innermostFirst.push_back(axis);
+  for (const LayoutInput &input : inputs) {
+    TG_ASSERT(input.shape.size() <= space.size() &&
+              (input.strides.empty() || input.strides.size() == input.shape.size()))
+        << "a kernel input of rank " << input.shape.size() << " over a space of rank " << rank;
+    if (!reduction && !std::ranges::equal(input.shape, space)) return Layout::Strided;
+    size_t lead = space.size() - input.shape.size();
+    // The input's stride along an axis of the space: 0 where it is broadcast.
+    auto stride = [&](size_t axis) -> int64_t {
+      if (axis < lead || input.shape[axis - lead] != space[axis]) return 0;
+      size_t own = axis - lead;
+      if (!input.strides.empty()) return input.strides[own];
+      uint64_t cStride = 1;
+      for (size_t later = own + 1; later < input.shape.size(); ++later)
+        cStride *= static_cast<uint64_t>(input.shape[later]);
+      return static_cast<int64_t>(cStride);
+    };
+    uint64_t expected = 1; // the product of the sizes of the axes walked so far
+    for (size_t axis : innermostFirst) {
+      if (!reduction && space[axis] == 0) break;
+      if (space[axis] != 1 && stride(axis) != static_cast<int64_t>(expected)) return Layout::Strided;
+      expected *= static_cast<uint64_t>(space[axis]);
+    }
+  }
+  return Layout::Contiguous;
 }
 
 std::vector<InnerStride> innerStridePattern(const std::vector<int64_t> &strides, size_t numInputs,

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +32,27 @@ enum class Layout : uint8_t {
   /// (strides in elements, 0 along broadcast axes). Covers broadcasting and any views, and rank 0.
   Strided,
 };
+
+/// One input of a kernel, as far as its layout goes: its shape, and its strides in elements (one per axis),
+/// or none where they are not known (a static type), which reads it as C-contiguous.
+struct LayoutInput {
+  std::span<const int64_t> shape;
+  std::span<const int64_t> strides = {};
+};
+
+/// The layout of the kernel of `body` that reads `inputs` over the iteration space `space` (their broadcast
+/// shape; for an elementwise body also broadcast with the output's) and, for a reduction body, reduces the
+/// axes `reducedAxes` of it (each in [-rank, rank), as the op holds them). The one place that decides it: the
+/// runtime asks with its tensors' shapes and strides, --emit=llvm and --emit=ptx with the static types.
+///
+/// Contiguous when every input's element i, in the order the kernel walks the space (a reduction's: the kept
+/// axes, then the reduced ones, as KernelArgs has them), is inputs[k][i]: along every axis longer than 1,
+/// taken in that order, the input's stride (0 where it is broadcast) is the product of the sizes of the axes
+/// after it. An elementwise kernel also wants every input of exactly the space's shape (rank included: an
+/// input without the space's leading 1s is Strided), and compares strides only up to the first empty axis
+/// from the innermost, as Tensor::isContiguous does. Otherwise Strided.
+Layout kernelLayout(const ir::ScalarGraph &body, std::span<const int64_t> space,
+                    std::span<const LayoutInput> inputs, std::span<const int64_t> reducedAxes = {});
 
 /// Run-time arguments, the same for every host and simulated-device kernel (host ABI; the generated code
 /// reads the fields at these offsets: rank 0, shape 8, inputs 16, strides 24, output 32, reducedRank 40).

@@ -12,10 +12,12 @@ Launch::Launch(const ir::ScalarGraph &body, const std::vector<Tensor> &operands,
   for (const Tensor &input : operands)
     shape = broadcastShapes(shape, input.shape());
   output = allocate(body.resultDtype(), shape);
+  std::vector<codegen::LayoutInput> layoutInputs;
   for (const Tensor &input : operands) {
     inputs.push_back(input.rawData());
-    if (input.shape() != shape || !input.isContiguous()) layout = codegen::Layout::Strided;
+    layoutInputs.push_back({input.shape(), input.strides()});
   }
+  layout = codegen::kernelLayout(body, shape, layoutInputs);
   if (layout == codegen::Layout::Strided)
     for (const Tensor &input : operands) {
       std::vector<int64_t> along = broadcastStrides(input, shape);
@@ -58,20 +60,15 @@ ReductionLaunch::ReductionLaunch(const ir::Op &op, const std::vector<Tensor> &op
   output = allocate(dtype, outShape);
   for (size_t axis : order)
     shape.push_back(space[axis]);
-  // Contiguous when each input's strides, reordered, are the C strides of the reordered space.
-  std::vector<int64_t> contiguous(shape.size());
-  for (size_t j = shape.size(), step = 1; j-- > 0;) {
-    contiguous[j] = static_cast<int64_t>(step);
-    step *= static_cast<size_t>(shape[j]);
-  }
+  std::vector<codegen::LayoutInput> layoutInputs;
   for (const Tensor &input : operands) {
     inputs.push_back(input.rawData());
+    layoutInputs.push_back({input.shape(), input.strides()});
     std::vector<int64_t> along = broadcastStrides(input, space);
-    for (size_t j = 0; j < order.size(); ++j) {
-      strides.push_back(along[order[j]]);
-      if (shape[j] != 1 && along[order[j]] != contiguous[j]) layout = codegen::Layout::Strided;
-    }
+    for (size_t axis : order)
+      strides.push_back(along[axis]);
   }
+  layout = codegen::kernelLayout(body, space, layoutInputs, op.attrs().axes);
   args = {static_cast<int64_t>(shape.size()),
           shape.data(),
           inputs.data(),

@@ -15,7 +15,8 @@ namespace tg::runtime {
 /// Allocates a C-contiguous output of a dtype and shape (host memory, or a device's).
 using AllocateOutput = std::function<Tensor(ir::DType, std::vector<int64_t>)>;
 
-/// A fused node's operands bound for one call: the output, strides, pointers and the layout they allow.
+/// A fused node's operands bound for one call: the output, strides, pointers and the layout they allow
+/// (codegen::kernelLayout).
 struct Launch {
   Tensor output;
   std::vector<int64_t> shape, strides;

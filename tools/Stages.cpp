@@ -8,21 +8,58 @@
 
 #include <cstdio>
 #include <iostream>
+#include <map>
+#include <set>
+#include <span>
 #include <sstream>
+#include <string>
+#include <vector>
 
 namespace tg::tools {
 
 namespace {
 
-/// The layout a kernel is printed for: contiguous when every input has the shape the program computes over
-/// (at run time the layout also depends on the inputs' strides).
+/// The layout a fused node's kernel is printed with: codegen::kernelLayout of its static shapes, its inputs
+/// taken as C-contiguous and each symbolic dimension as a size of its own, not 1 and unlike every static
+/// size and every other symbol (at run time a symbol of size 1, or inputs of other strides, may give the
+/// other layout).
 codegen::Layout staticLayout(const ir::Node &node) {
-  ir::Shape shape;
+  ir::Shape space;
   for (const ir::Value *input : node.inputs())
-    shape = ir::broadcastShapes(shape, input->type().shape).value_or(shape);
+    space = ir::broadcastShapes(space, input->type().shape).value_or(space);
+  std::set<int64_t> taken; // the sizes that static dimensions have, and then the symbols' too
   for (const ir::Value *input : node.inputs())
-    if (input->type().shape != shape) return codegen::Layout::Strided;
-  return codegen::Layout::Contiguous;
+    for (const ir::Dim &dim : input->type().shape)
+      if (dim.isStatic()) taken.insert(dim.size());
+  std::map<std::string, int64_t> symbolSizes;
+  auto sizes = [&](const ir::Shape &shape) {
+    std::vector<int64_t> result;
+    for (const ir::Dim &dim : shape) {
+      if (dim.isStatic()) {
+        result.push_back(dim.size());
+        continue;
+      }
+      auto [found, added] = symbolSizes.try_emplace(dim.symbol(), 2);
+      if (added) {
+        while (taken.count(found->second))
+          ++found->second;
+        taken.insert(found->second);
+      }
+      result.push_back(found->second);
+    }
+    return result;
+  };
+  std::vector<std::vector<int64_t>> inputShapes;
+  for (const ir::Value *input : node.inputs())
+    inputShapes.push_back(sizes(input->type().shape));
+  std::vector<int64_t> spaceSizes = sizes(space);
+  std::vector<codegen::LayoutInput> inputs;
+  for (const std::vector<int64_t> &shape : inputShapes)
+    inputs.push_back({shape});
+  const ir::ScalarGraph &body = *node.op().attrs().body;
+  std::span<const int64_t> reducedAxes;
+  if (body.reduction) reducedAxes = node.op().attrs().axes;
+  return codegen::kernelLayout(body, spaceSizes, inputs, reducedAxes);
 }
 
 } // namespace

@@ -715,6 +715,38 @@ TEST(CodegenApi, KernelNamesAreStable) {
   EXPECT_NE(tg::codegen::kernelName({&other, Layout::Contiguous}), name);
 }
 
+/// codegen::kernelLayout, the one rule the runtime's launches (shapes and strides) and --emit (static shapes,
+/// no strides) share: Contiguous exactly when every input is read in the kernel's own order.
+TEST(CodegenApi, KernelLayoutReadsEveryInputInTheKernelsOrder) {
+  using tg::codegen::kernelLayout;
+  using tg::codegen::LayoutInput;
+  ScalarGraph add = singleOp(OpKind::Add, {DType::F32, DType::F32});
+  ScalarGraph sum = singleOp(OpKind::Exp, {DType::F32});
+  sum.reduction = OpKind::Sum;
+  Shape space = {3, 4}, rowMajor = {4, 1}, transposed = {1, 3}, row = {4}, unit = {1};
+  std::vector<LayoutInput> plain = {{space, rowMajor}, {space, rowMajor}};
+  EXPECT_EQ(kernelLayout(add, space, plain), Layout::Contiguous);
+  EXPECT_EQ(kernelLayout(add, space, {{{space, rowMajor}, {space, transposed}}}), Layout::Strided);
+  EXPECT_EQ(kernelLayout(add, space, {{{space, rowMajor}, {row, unit}}}), Layout::Strided); // broadcast
+  // No strides: a static type, read as C-contiguous.
+  EXPECT_EQ(kernelLayout(add, space, {{{space}, {space}}}), Layout::Contiguous);
+  // An elementwise input of another rank is Strided even where only leading 1s are missing.
+  Shape wide = {1, 4};
+  EXPECT_EQ(kernelLayout(add, wide, {{{wide, rowMajor}, {row, unit}}}), Layout::Strided);
+
+  // Reductions walk the kept axes, then the reduced ones: the trailing axis of a C-contiguous input is read
+  // in order, the leading one across the rows; a transposed view whose transposition is that order is read
+  // in order.
+  std::vector<LayoutInput> one = {{space, rowMajor}};
+  int64_t last[] = {1}, first[] = {0}, fromTheEnd[] = {-2};
+  EXPECT_EQ(kernelLayout(sum, space, one, last), Layout::Contiguous);
+  EXPECT_EQ(kernelLayout(sum, space, one, first), Layout::Strided);
+  EXPECT_EQ(kernelLayout(sum, space, one, fromTheEnd), Layout::Strided);
+  EXPECT_EQ(kernelLayout(sum, space, {{{space, transposed}}}, first), Layout::Contiguous);
+  EXPECT_EQ(kernelLayout(sum, space, {{{space}}}, first), Layout::Strided);
+  EXPECT_EQ(kernelLayout(sum, wide, {{{row, unit}}}, last), Layout::Contiguous); // leading 1s do not matter
+}
+
 TEST(CodegenApi, CacheIsSharedAcrossThreads) {
   GraphBuilder builder({DType::I32});
   builder.op(OpKind::Maximum, DType::I32, {0, builder.constant(DType::I32, 17)}); // no other test compiles it

@@ -144,8 +144,10 @@ TEST(DeviceLayerTest, OpsDefsDeviceColumnIsWhatTheLayerRuns) {
   using tg::runtime::DeviceLayer;
   for (DType dtype : {DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool}) {
 #define OP(Enum, name, arity, fusion, device)                                                                \
-  if (languageMakes(OpKind::Enum, dtype))                                                                    \
-    EXPECT_EQ(DeviceLayer::hasKernel(OpKind::Enum, dtype), device) << name << " " << tg::ir::dtypeName(dtype);
+  if (languageMakes(OpKind::Enum, dtype)) {                                                                  \
+    EXPECT_EQ(DeviceLayer::hasKernel(OpKind::Enum, dtype), device)                                           \
+        << name << " " << tg::ir::dtypeName(dtype);                                                          \
+  }
 #include "ir/Ops.def"
   }
   EXPECT_TRUE(DeviceLayer::hasKernel(OpKind::Rand, DType::F64));

@@ -96,6 +96,10 @@ Value *emitElement(llvm::IRBuilder<> &b, OpKind kind, DType dtype, const Creatio
                           llvm::Constant::getNullValue(type));
   }
   case OpKind::Arange: {
+    if (dtype == DType::Bool) { // element 0: p0 != 0; the others: p0 + p1 != 0
+      Value *value = b.CreateSelect(b.CreateICmpEQ(index, b.getInt64(0)), in.p0, b.CreateAdd(in.p0, in.p1));
+      return b.CreateZExt(b.CreateICmpNE(value, b.getInt64(0)), type);
+    }
     if (!isFloat) // p0 + index * p1 in 64 bits, wrapping, then narrowed
       return b.CreateTrunc(b.CreateAdd(in.p0, b.CreateMul(index, in.p1)), type);
     Value *first = b.CreateFPTrunc(in.x0, type), *delta = b.CreateFPTrunc(in.x1, type);
@@ -159,7 +163,7 @@ bool hasCreationKernel(ir::OpKind kind, ir::DType dtype) {
   case OpKind::Eye:
     return true;
   case OpKind::Arange:
-    return dtype != DType::Bool;
+    return true;
   case OpKind::Rand:
   case OpKind::Randn:
     return isFloat;

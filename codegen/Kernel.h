@@ -233,7 +233,8 @@ SimMatmulKernel compileSimMatmulKernel(ir::DType dtype);
 //
 //   eye      1 where i / p0 == i % p0 (p0: the columns), else 0
 //   arange   integers: p0 + i * p1 (in 64 bits, wrapping; p0, p1 the first value and the step as the CPU
-//            computes them); floats: x0 + T(i) * x1 in the dtype T (x0, x1 the first value and the step in T)
+//            computes them); floats: x0 + T(i) * x1 in the dtype T (x0, x1 the first value and the step in
+//            T); bools: p0 != 0 for element 0, p0 + p1 != 0 for the others
 //   rand     uniform in [0, 1) from Philox4x32-10 of counter i and key p0 (the seed): runtime/Random.h's bits
 //   randn    normal, by Box-Muller from the same bits (log and cos: libm on the simulated device, libdevice
 //            in PTX, within a few ulps of each other)
@@ -252,8 +253,8 @@ struct CreationArgs {
 using SimCreationKernel = void (*)(const CreationArgs *args, int64_t block, int64_t blockSize,
                                    int64_t gridSize);
 
-/// Whether a creation kernel exists for `kind` and `dtype` (eye of any dtype, arange of all but bool, rand
-/// and randn of f32 and f64: every dtype the language gives them).
+/// Whether a creation kernel exists for `kind` and `dtype` (eye and arange of any dtype, rand and randn of
+/// f32 and f64: every dtype the language gives them).
 bool hasCreationKernel(ir::OpKind kind, ir::DType dtype);
 /// "tgc_eye_f32", "tgc_randn_f64", ...
 std::string creationKernelName(ir::OpKind kind, ir::DType dtype);

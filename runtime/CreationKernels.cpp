@@ -56,12 +56,9 @@ void fill(OpKind kind, const ir::OpAttrs &attrs, const Tensor &out) {
       T first = static_cast<T>(terms.floatFirst), delta = static_cast<T>(terms.floatStep);
       for (int64_t i = 0; i < count; ++i)
         data[i] = static_cast<T>(first + static_cast<T>(i) * delta);
-    } else if constexpr (std::is_same_v<T, bool>) {
-      const ir::Number &start = attrs.scalars.at(0), &step = attrs.scalars.at(2);
-      T first = castScalar<T>(start.toDouble());
-      T delta = castScalar<T>(start.toDouble() + step.toDouble()) - first;
+    } else if constexpr (std::is_same_v<T, bool>) { // NumPy's fill in bools: the first value, then the second
       for (int64_t i = 0; i < count; ++i)
-        data[i] = static_cast<T>(first + static_cast<T>(i) * delta);
+        data[i] = (i == 0 ? terms.first : terms.first + terms.step) != 0;
     } else {
       auto first = static_cast<uint64_t>(terms.first), delta = static_cast<uint64_t>(terms.step);
       for (int64_t i = 0; i < count; ++i)

@@ -18,7 +18,7 @@
 //   slice, reshape                 a generated kernel first)
 //   anything else (hasKernel)      staged: inputs copied to the host, the CPU kernel, the result copied back;
 //                                  counted and named in report() (tgc run -v). Only ops that Ops.def marks
-//                                  host-only (the placement keeps them off the device) and arange of bool.
+//                                  host-only, which the placement keeps off the device.
 //
 // A kernel that can fail (integer pow with a negative exponent) stores an error code in a flag that is read
 // back after its launch.
@@ -133,7 +133,7 @@ private:
 class DeviceLayer : public Device {
 public:
   /// Whether run() computes `kind` (giving `dtype`) on the device, else staging it through the host: every op
-  /// that ir/Ops.def says has a device implementation, for every dtype but arange's bool (to_device and
+  /// that ir/Ops.def says has a device implementation, for every dtype the language gives it (to_device and
   /// to_host are upload and download).
   static bool hasKernel(ir::OpKind kind, ir::DType dtype);
 

@@ -105,9 +105,10 @@ Tensor matmulKernel(const Tensor &a, const Tensor &b, ir::DType dtype);
 Tensor shapeKernel(const ir::Op &op, const std::vector<Tensor> &inputs);
 Tensor creationKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype);
 
-/// arange's element i in a dtype other than bool is first + i * step: for integer dtypes `first` and `step`
-/// as 64-bit integers (the sum computed in 64 bits, wrapping, then narrowed), for float dtypes as values of
-/// the dtype (the sum computed in the dtype): NumPy's fill, exact for integer bounds.
+/// arange's element i is first + i * step: for integer dtypes `first` and `step` as 64-bit integers (the sum
+/// computed in 64 bits, wrapping, then narrowed), for float dtypes as values of the dtype (the sum computed
+/// in the dtype): NumPy's fill, exact for integer bounds. For bool, as NumPy's fill: element 0 is first != 0,
+/// every other one first + step != 0 (the start, then start + step, converted to bool).
 struct ArangeTerms {
   int64_t first = 0, step = 0;
   double floatFirst = 0, floatStep = 0;

@@ -88,6 +88,9 @@ TEST(DeviceLayerTest, ArangeIsExactOnTheDevice) {
            {Number::ofFloat(0.5), Number::ofFloat(3.0), Number::ofFloat(0.1), DType::F32},
            {Number::ofFloat(1.0), Number::ofFloat(2.0), Number::ofFloat(0.1), DType::F64},
            {Number::ofFloat(0.5), Number::ofFloat(9.0), Number::ofFloat(1.5), DType::I64},
+           {Number::ofInt(0), Number::ofInt(2), Number::ofInt(1), DType::Bool},
+           {Number::ofInt(4), Number::ofInt(1), Number::ofInt(-1), DType::Bool},
+           {Number::ofFloat(-1.0), Number::ofFloat(2.0), Number::ofFloat(1.0), DType::Bool},
        }) {
     OpAttrs attrs;
     attrs.scalars = {c.start, c.stop, c.step};
@@ -131,11 +134,10 @@ TEST(DeviceLayerTest, IntegerBoolAndBatchedMatmulRunOnTheDevice) {
   }
 }
 
-/// Whether the language makes `kind` of `dtype`: rand and randn are float, arange is not bool.
+/// Whether the language makes `kind` of `dtype`: rand and randn are float, everything else any dtype.
 bool languageMakes(OpKind kind, DType dtype) {
   bool isFloat = dtype == DType::F32 || dtype == DType::F64;
-  if (kind == OpKind::Rand || kind == OpKind::Randn) return isFloat;
-  return !(kind == OpKind::Arange && dtype == DType::Bool);
+  return isFloat || (kind != OpKind::Rand && kind != OpKind::Randn);
 }
 
 /// Ops.def's device column is what the layer runs: an op with a device implementation has a device kernel

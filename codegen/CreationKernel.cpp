@@ -4,6 +4,7 @@
 // block in turn).
 #include "codegen/Kernel.h"
 #include "codegen/KernelBuilder.h"
+#include "codegen/ScalarEmitter.h"
 #include "ir/Assert.h"
 
 #include <llvm/IR/IRBuilder.h>
@@ -23,23 +24,6 @@ using llvm::Value;
 struct CreationOperands {
   Value *count, *output, *p0, *p1, *x0, *x1;
 };
-
-/// An element in memory: float, double, i32, i64, or a byte (bool).
-llvm::Type *memoryType(llvm::LLVMContext &context, DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-    return llvm::Type::getFloatTy(context);
-  case DType::F64:
-    return llvm::Type::getDoubleTy(context);
-  case DType::I32:
-    return llvm::Type::getInt32Ty(context);
-  case DType::I64:
-    return llvm::Type::getInt64Ty(context);
-  case DType::Bool:
-    return llvm::Type::getInt8Ty(context);
-  }
-  return nullptr;
-}
 
 /// log or cos of a float or double: libm on the host (not turned into a vector variant, so the bits are
 /// libm's, as the CPU kernel's), libdevice on NVPTX.

@@ -3,6 +3,7 @@
 // one block), so that what the tests run on the CPU is what the GPU runs.
 #include "codegen/Kernel.h"
 #include "codegen/KernelBuilder.h"
+#include "codegen/ScalarEmitter.h"
 #include "ir/Assert.h"
 
 #include <llvm/IR/IRBuilder.h>
@@ -20,24 +21,6 @@ constexpr int64_t kPerThread = kMatmulTile / kMatmulThreads; // outputs per thre
 struct MatmulOperands {
   Value *n, *m, *k, *a, *aRowStride, *aColStride, *b, *bRowStride, *bColStride, *c;
 };
-
-/// An element in memory and in registers: float, double, i32, i64, or a byte (bool, 0 or 1).
-llvm::Type *elementType(llvm::LLVMContext &context, ir::DType dtype) {
-  switch (dtype) {
-  case ir::DType::F32:
-    return llvm::Type::getFloatTy(context);
-  case ir::DType::F64:
-    return llvm::Type::getDoubleTy(context);
-  case ir::DType::I32:
-    return llvm::Type::getInt32Ty(context);
-  case ir::DType::I64:
-    return llvm::Type::getInt64Ty(context);
-  case ir::DType::Bool:
-    return llvm::Type::getInt8Ty(context);
-  }
-  TG_ASSERT(false) << "matmul kernel of " << ir::dtypeName(dtype);
-  return nullptr;
-}
 
 /// acc + x * y as the CPU computes it: in floating point, wrapping for integers, or-of-ands for bools.
 Value *multiplyAdd(llvm::IRBuilder<> &b, ir::DType dtype, Value *acc, Value *x, Value *y) {
@@ -57,7 +40,7 @@ void emitThread(llvm::IRBuilder<> &b, ir::DType dtype, const MatmulOperands &in,
                 Value *threadX, Value *threadY) {
   llvm::Function *function = b.GetInsertBlock()->getParent();
   llvm::LLVMContext &context = b.getContext();
-  llvm::Type *i64 = b.getInt64Ty(), *element = elementType(context, dtype);
+  llvm::Type *i64 = b.getInt64Ty(), *element = memoryType(context, dtype);
   Value *rowBase = b.CreateAdd(b.CreateMul(blockY, b.getInt64(kMatmulTile)), threadY, "row.base");
   Value *colBase = b.CreateAdd(b.CreateMul(blockX, b.getInt64(kMatmulTile)), threadX, "col.base");
   Value *rows[kPerThread], *cols[kPerThread], *rowInside[kPerThread], *colInside[kPerThread];

@@ -34,14 +34,9 @@ llvm::Type *registerType(llvm::LLVMContext &context, DType dtype) {
   return llvm::Type::getDoubleTy(context);
 }
 
-namespace {
-
-/// The type of a `dtype` element in memory: bool is a byte.
 llvm::Type *memoryType(llvm::LLVMContext &context, DType dtype) {
   return dtype == DType::Bool ? llvm::Type::getInt8Ty(context) : registerType(context, dtype);
 }
-
-} // namespace
 
 Value *loadElement(llvm::IRBuilder<> &builder, DType dtype, Value *base, Value *index, llvm::MDNode *inputs) {
   llvm::Type *type = memoryType(builder.getContext(), dtype);

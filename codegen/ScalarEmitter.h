@@ -16,6 +16,8 @@ enum class MathTarget : uint8_t { Host, Nvptx };
 
 /// The type of a `dtype` value in registers: i1 for bool, i32, i64, float, double.
 llvm::Type *registerType(llvm::LLVMContext &context, ir::DType dtype);
+/// The type of a `dtype` element in memory: the register type, but a byte (0 or 1) for bool.
+llvm::Type *memoryType(llvm::LLVMContext &context, ir::DType dtype);
 
 /// Element `index` of the array of `dtype` at `base` (bool: a byte, nonzero is true), as a register value.
 /// The load is in the alias scope `inputs` (a list of one scope), which the kernel's output store is not.

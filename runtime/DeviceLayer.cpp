@@ -429,37 +429,20 @@ Tensor DeviceLayer::argReduce(const ir::Op &op, Tensor x) {
 /// axes broadcast): each batch's matrix product through gemm where the device has it for the dtype, else
 /// through the generated matmul kernel (integers, bools, or a GPU without cuBLAS).
 Tensor DeviceLayer::matmul(const Tensor &left, const Tensor &right, ir::DType dtype) {
-  auto asMatrix = [](const Tensor &x, bool isLeft) {
-    if (x.rank() != 1) return x;
-    int64_t size = x.shape()[0], stride = x.strides()[0];
-    return isLeft ? x.view({1, size}, {size * stride, stride}, x.offset())
-                  : x.view({size, 1}, {stride, 1}, x.offset());
-  };
-  Tensor a = asMatrix(left, true), b = asMatrix(right, false);
-  size_t rankA = a.rank(), rankB = b.rank();
-  int64_t n = a.shape()[rankA - 2], k = a.shape()[rankA - 1], m = b.shape()[rankB - 1];
-  if (b.shape()[rankB - 2] != k)
-    throw ir::UserError("matmul: inner dimensions do not match: " + shapeTuple(left.shape()) + " @ " +
-                        shapeTuple(right.shape()));
-  // Each operand's batch axes, as a view broadcast over the batch shape of the result.
-  auto batchView = [](const Tensor &x) {
-    return x.view({x.shape().begin(), x.shape().end() - 2}, {x.strides().begin(), x.strides().end() - 2},
-                  x.offset());
-  };
-  std::vector<int64_t> batch = broadcastShapes(batchView(a).shape(), batchView(b).shape());
-  std::vector<int64_t> stridesA = broadcastStrides(batchView(a), batch),
-                       stridesB = broadcastStrides(batchView(b), batch);
-  std::vector<int64_t> shape = batch, resultShape = batch;
+  MatmulPlan plan = planMatmul(left, right);
+  const Tensor &a = plan.a, &b = plan.b;
+  int64_t n = plan.n, k = plan.k, m = plan.m;
+  const std::vector<int64_t> &batch = plan.batch;
+  std::vector<int64_t> stridesA = batchStrides(a, batch), stridesB = batchStrides(b, batch);
+  std::vector<int64_t> shape = batch;
   shape.insert(shape.end(), {n, m});
-  if (left.rank() > 1) resultShape.push_back(n);
-  if (right.rank() > 1) resultShape.push_back(m);
   if (k == 0) { // sums of nothing
     ir::ScalarGraph zero;
     zero.body.push_back({OpKind::Full, dtype, {}, 0.0});
-    return elementwise(zero, {}, resultShape);
+    return elementwise(zero, {}, plan.resultShape);
   }
   Tensor out = allocate(dtype, shape);
-  Tensor result = out.view(resultShape, Tensor::contiguousStrides(resultShape), 0);
+  Tensor result = out.view(plan.resultShape, Tensor::contiguousStrides(plan.resultShape), 0);
   int64_t matrices = 1;
   for (int64_t size : batch)
     matrices *= size;
@@ -472,8 +455,8 @@ Tensor DeviceLayer::matmul(const Tensor &left, const Tensor &right, ir::DType dt
       offsetA += position * stridesA[d];
       offsetB += position * stridesB[d];
     }
-    Tensor matrixA = a.view({n, k}, {a.strides()[rankA - 2], a.strides()[rankA - 1]}, offsetA);
-    Tensor matrixB = b.view({k, m}, {b.strides()[rankB - 2], b.strides()[rankB - 1]}, offsetB);
+    Tensor matrixA = a.view({n, k}, {a.strides()[a.rank() - 2], a.strides()[a.rank() - 1]}, offsetA);
+    Tensor matrixB = b.view({k, m}, {b.strides()[b.rank() - 2], b.strides()[b.rank() - 1]}, offsetB);
     multiply(matrixA, matrixB, addressOf(out) + static_cast<DeviceAddress>(index * n * m) * element, dtype);
   }
   return result;

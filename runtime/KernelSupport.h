@@ -102,6 +102,19 @@ size_t normalizeAxis(int64_t axis, size_t rank);
 Tensor elementwiseKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype);
 Tensor reductionKernel(const ir::Op &op, const Tensor &input, ir::DType dtype);
 Tensor matmulKernel(const Tensor &a, const Tensor &b, ir::DType dtype);
+
+/// matmul's operands as NumPy reads them, for every device: a 1-D left operand as a row (1 x k), a 1-D right
+/// one as a column (k x 1), each matrix the last two axes; the leading batch axes broadcast. UserError when
+/// the inner dimensions differ.
+struct MatmulPlan {
+  Tensor a, b;                      // the operands as matrices (views)
+  int64_t n = 0, k = 0, m = 0;      // a is n x k, b is k x m
+  std::vector<int64_t> batch;       // the batch shape of the result
+  std::vector<int64_t> resultShape; // batch, n, m, without the axes a 1-D operand added
+};
+MatmulPlan planMatmul(const Tensor &left, const Tensor &right);
+/// The strides of `matrices`' batch axes (all but its last two) broadcast over `batch`.
+std::vector<int64_t> batchStrides(const Tensor &matrices, const std::vector<int64_t> &batch);
 Tensor shapeKernel(const ir::Op &op, const std::vector<Tensor> &inputs);
 Tensor creationKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype);
 

@@ -64,40 +64,49 @@ void matmulLoops(const Tensor &a, const Tensor &b, T *c, int64_t offsetA, int64_
     }
 }
 
-/// The view of a 1-D operand as a matrix: a row vector on the left, a column vector on the right.
-Tensor asMatrix(const Tensor &x, bool left) {
-  if (x.rank() != 1) return x;
-  int64_t size = x.shape()[0];
-  return x.reshaped(left ? std::vector<int64_t>{1, size} : std::vector<int64_t>{size, 1});
+} // namespace
+
+MatmulPlan planMatmul(const Tensor &left, const Tensor &right) {
+  auto asMatrix = [](const Tensor &x, bool isLeft) {
+    if (x.rank() != 1) return x;
+    int64_t size = x.shape()[0], stride = x.strides()[0];
+    return isLeft ? x.view({1, size}, {size * stride, stride}, x.offset())
+                  : x.view({size, 1}, {stride, 1}, x.offset());
+  };
+  MatmulPlan plan;
+  plan.a = asMatrix(left, true), plan.b = asMatrix(right, false);
+  size_t rankA = plan.a.rank(), rankB = plan.b.rank();
+  plan.n = plan.a.shape()[rankA - 2], plan.k = plan.a.shape()[rankA - 1], plan.m = plan.b.shape()[rankB - 1];
+  if (plan.b.shape()[rankB - 2] != plan.k)
+    throw ir::UserError("matmul: inner dimensions do not match: " + shapeTuple(left.shape()) + " @ " +
+                        shapeTuple(right.shape()));
+  plan.batch = broadcastShapes({plan.a.shape().begin(), plan.a.shape().end() - 2},
+                               {plan.b.shape().begin(), plan.b.shape().end() - 2});
+  plan.resultShape = plan.batch;
+  if (left.rank() > 1) plan.resultShape.push_back(plan.n);
+  if (right.rank() > 1) plan.resultShape.push_back(plan.m);
+  return plan;
 }
 
-} // namespace
+std::vector<int64_t> batchStrides(const Tensor &matrices, const std::vector<int64_t> &batch) {
+  std::vector<int64_t> shape(matrices.shape().begin(), matrices.shape().end() - 2);
+  return broadcastStrides(
+      matrices.view(shape, {matrices.strides().begin(), matrices.strides().end() - 2}, matrices.offset()),
+      batch);
+}
 
 Tensor matmulKernel(const Tensor &left, const Tensor &right, ir::DType dtype) {
   TG_ASSERT(left.rank() >= 1 && right.rank() >= 1 && left.dtype() == right.dtype() && left.dtype() == dtype)
       << "matmul of " << ir::dtypeName(left.dtype()) << shapeTuple(left.shape()) << " and "
       << ir::dtypeName(right.dtype()) << shapeTuple(right.shape());
-  Tensor a = asMatrix(left, true), b = asMatrix(right, false);
-  size_t rankA = a.rank(), rankB = b.rank();
-  int64_t n = a.shape()[rankA - 2], k = a.shape()[rankA - 1], m = b.shape()[rankB - 1];
-  if (b.shape()[rankB - 2] != k)
-    throw ir::UserError("matmul: inner dimensions do not match: " + shapeTuple(left.shape()) + " @ " +
-                        shapeTuple(right.shape()));
-
-  std::vector<int64_t> batchA(a.shape().begin(), a.shape().end() - 2),
-      batchB(b.shape().begin(), b.shape().end() - 2);
-  std::vector<int64_t> batch = broadcastShapes(batchA, batchB);
+  MatmulPlan plan = planMatmul(left, right);
+  const Tensor &a = plan.a, &b = plan.b;
+  int64_t n = plan.n, k = plan.k, m = plan.m;
+  const std::vector<int64_t> &batch = plan.batch;
   std::vector<int64_t> shape = batch;
   shape.push_back(n);
   shape.push_back(m);
   Tensor out = Tensor::empty(dtype, shape);
-
-  // The batch strides of each operand, broadcast over the batch shape.
-  auto batchStrides = [&](const Tensor &x) {
-    std::vector<int64_t> batchShape(x.shape().begin(), x.shape().end() - 2);
-    return broadcastStrides(x.view(batchShape, {x.strides().begin(), x.strides().end() - 2}, x.offset()),
-                            batch);
-  };
   visitDType(dtype, [&](auto zero) {
     using T = decltype(zero);
     T *c = out.data<T>();
@@ -105,14 +114,14 @@ Tensor matmulKernel(const Tensor &left, const Tensor &right, ir::DType dtype) {
     if (k == 0 || n == 0 || m == 0) return;
     if constexpr (std::is_floating_point_v<T>) {
       GemmOperand ga = gemmOperand(a), gb = gemmOperand(b);
-      forEachRow(batch, std::array{batchStrides(ga.tensor), batchStrides(gb.tensor)},
+      forEachRow(batch, std::array{batchStrides(ga.tensor, batch), batchStrides(gb.tensor, batch)},
                  [&](const auto &offsets, const auto &steps, int64_t length) {
                    for (int64_t i = 0; i < length; ++i, c += n * m)
                      gemm(ga, gb, c, offsets[0] + i * steps[0], offsets[1] + i * steps[1],
                           static_cast<int>(n), static_cast<int>(m), static_cast<int>(k));
                  });
     } else {
-      forEachRow(batch, std::array{batchStrides(a), batchStrides(b)},
+      forEachRow(batch, std::array{batchStrides(a, batch), batchStrides(b, batch)},
                  [&](const auto &offsets, const auto &steps, int64_t length) {
                    for (int64_t i = 0; i < length; ++i, c += n * m)
                      matmulLoops<T>(a, b, c, offsets[0] + i * steps[0], offsets[1] + i * steps[1], n, m, k);
@@ -120,11 +129,7 @@ Tensor matmulKernel(const Tensor &left, const Tensor &right, ir::DType dtype) {
     }
   });
 
-  // Drop the axes that 1-D operands added.
-  std::vector<int64_t> resultShape = batch;
-  if (left.rank() > 1) resultShape.push_back(n);
-  if (right.rank() > 1) resultShape.push_back(m);
-  return out.reshaped(resultShape);
+  return out.reshaped(plan.resultShape); // without the axes 1-D operands added
 }
 
 } // namespace tg::runtime

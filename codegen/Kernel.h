@@ -167,8 +167,9 @@ std::string emitHostLlvm(const KernelSpec &spec);
 std::string emitDeviceLlvm(const KernelSpec &spec, const std::string &gpuArch = "sm_90");
 
 /// PTX text for `gpuArch` ("sm_80", "sm_90", ...), one .entry named kernelName(spec) (for --emit=ptx and
-/// cuModuleLoadData). Math functions come from libdevice (/usr/local/cuda/nvvm/libdevice/libdevice.10.bc, or
-/// the file named by $TGC_LIBDEVICE). Throws ir::UserError for an architecture LLVM does not know, or when
+/// cuModuleLoadData). Math functions come from libdevice ($TGC_LIBDEVICE, else the CUDA toolkit's
+/// /usr/local/cuda/nvvm/libdevice/libdevice.10.bc, else one beside the binary holding codegen: a bundle's
+/// lib/). Throws ir::UserError for an architecture LLVM does not know, or when
 /// the kernel needs libdevice and it cannot be read (emitDeviceLlvm too).
 std::string emitPtx(const KernelSpec &spec, const std::string &gpuArch = "sm_90");
 

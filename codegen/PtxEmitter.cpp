@@ -10,6 +10,7 @@
 #include "ir/SourceLoc.h"
 
 #include <cstdlib>
+#include <dlfcn.h>
 #include <llvm/ADT/SmallString.h>
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/IR/LLVMContext.h>
@@ -34,9 +35,21 @@ namespace {
 
 const char *const kTriple = "nvptx64-nvidia-cuda";
 
+/// $TGC_LIBDEVICE; else the CUDA toolkit's; else, where that is absent, the one beside the binary that holds
+/// this code (a bundle's lib/libtgc.so: tools/bundle.sh puts libdevice there).
 std::string libdevicePath() {
   const char *path = std::getenv("TGC_LIBDEVICE");
-  return path && *path ? path : "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc";
+  if (path && *path) return path;
+  const std::string toolkit = "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc";
+  struct stat info;
+  if (stat(toolkit.c_str(), &info) == 0) return toolkit;
+  Dl_info self;
+  if (dladdr(reinterpret_cast<void *>(&libdevicePath), &self) && self.dli_fname) {
+    std::string binary = self.dli_fname;
+    std::string beside = binary.substr(0, binary.rfind('/') + 1) + "libdevice.10.bc";
+    if (stat(beside.c_str(), &info) == 0) return beside;
+  }
+  return toolkit;
 }
 
 /// libdevice's bytes, read on first use and kept for the process. Throws UserError when unreadable.

@@ -29,7 +29,7 @@ tar -C "$work" -xzf "$tarball"
 root=$(echo "$work"/tgc-*)
 mkdir "$work/empty"
 export XDG_CACHE_HOME=$work/cache # no kernel compiled by the normal build is reused
-export TGC_LIBDEVICE=$root/lib/libdevice.10.bc # the toolkit's is hidden below, as on a machine without it
+unset TGC_LIBDEVICE # the toolkit's is hidden below, as on a machine without it: tgc finds the bundle's
 unset LD_LIBRARY_PATH
 
 # Runs every example the way tests/e2e/sim_matches_cpu.py does; `record` saves the output, `compare` checks it.
@@ -134,6 +134,9 @@ cat >"$work/step2.sh" <<EOF
 source "$work/hidden.sh"
 hide ${hidden[*]} ${hidden_for_numpy[*]}
 "$python" "$work/examples.py" compare "$root/bin/tgc" "$root" "$work/reference.json"
+# PTX with math functions, from the bundle's own libdevice (the toolkit's is hidden).
+"$root/bin/tgc" compile "$root/examples/mlp.tg" --device=cuda --emit=ptx -o "$work/mlp.ptx"
+grep -q "^.visible .entry" "$work/mlp.ptx" && echo "ok   --emit=ptx with the bundle's libdevice"
 EOF
 unshare --mount bash "$work/step2.sh"
 

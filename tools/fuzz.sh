@@ -44,9 +44,12 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 log="$build/fuzz-$target.log"
 status=0
 started=$(date +%s)
-# Standard input is /dev/null: a script may name /dev/stdin, which must not wait for a terminal.
+# A hang is an input still running after 300 s of wall-clock time: libFuzzer times an input by the clock, so a
+# shorter limit reports inputs that only waited for a busy CPU (a 0.6 s script was once stopped at 60 s while
+# builds ran beside the fuzzer). Standard input is /dev/null: a script may name /dev/stdin, which must not
+# wait for a terminal.
 "$build/tests/fuzz/tgc_fuzz_$target" "$corpus" "$seeds" -dict="$dictionary" -max_total_time="$seconds" \
-  -timeout=60 -rss_limit_mb=4096 -max_len=8192 -detect_leaks=0 -print_final_stats=1 -artifact_prefix="$findings/" "$@" \
+  -timeout=300 -rss_limit_mb=4096 -max_len=8192 -detect_leaks=0 -print_final_stats=1 -artifact_prefix="$findings/" "$@" \
   < /dev/null > "$log" 2>&1 || status=$?
 elapsed=$(($(date +%s) - started))
 executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)

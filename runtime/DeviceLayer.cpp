@@ -489,23 +489,27 @@ void DeviceLayer::multiply(const Tensor &a, const Tensor &b, DeviceAddress c, ir
     ++generatedMatmuls_;
     return;
   }
-  // Each operand read in place when row-major or transposed, else copied to C order first. A copy's block may
-  // go back to the memory before the gemm runs: a device reuses it only for work queued later.
+  // Each operand read in place when row-major or transposed, else copied to C order first; the copies live
+  // until the gemm is issued (the simulated device runs it at once, on memory a freed block would not own).
   auto operand = [this](const Tensor &matrix, DeviceAddress &address, bool &transposed, int64_t &leading) {
     int64_t rows = matrix.shape()[0], cols = matrix.shape()[1];
     int64_t rowStride = matrix.strides()[0], colStride = matrix.strides()[1];
     if ((colStride == 1 || cols == 1) && rowStride >= std::max<int64_t>(1, cols)) {
       address = addressOf(matrix), transposed = false, leading = rowStride;
-    } else if ((rowStride == 1 || rows == 1) && colStride >= std::max<int64_t>(1, rows)) {
-      address = addressOf(matrix), transposed = true, leading = colStride;
-    } else {
-      address = addressOf(contiguous(matrix)), transposed = false, leading = std::max<int64_t>(1, cols);
+      return matrix;
     }
+    if ((rowStride == 1 || rows == 1) && colStride >= std::max<int64_t>(1, rows)) {
+      address = addressOf(matrix), transposed = true, leading = colStride;
+      return matrix;
+    }
+    Tensor copy = contiguous(matrix);
+    address = addressOf(copy), transposed = false, leading = std::max<int64_t>(1, cols);
+    return copy;
   };
   Gemm product;
   product.dtype = dtype, product.n = n, product.m = m, product.k = k, product.c = c;
-  operand(a, product.a, product.transposeA, product.leadingA);
-  operand(b, product.b, product.transposeB, product.leadingB);
+  Tensor readA = operand(a, product.a, product.transposeA, product.leadingA);
+  Tensor readB = operand(b, product.b, product.transposeB, product.leadingB);
   product.strideC = n * m;
   if (trace_) {
     std::ostringstream line;

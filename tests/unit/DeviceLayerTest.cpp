@@ -134,6 +134,28 @@ TEST(DeviceLayerTest, IntegerBoolAndBatchedMatmulRunOnTheDevice) {
   }
 }
 
+/// A gemm operand that is neither row- nor column-major (a broadcast view) is copied first, and the copy must
+/// live until the gemm has read it: the simulated device runs the gemm at once, after any free (a
+/// use-after-free here once gave wrong first elements).
+TEST(DeviceLayerTest, AGemmOperandCopiedToRowMajorLivesUntilTheGemm) {
+  Graph graph;
+  tg::ir::Value *a = graph.addInput(typeOf(DType::F64, {3, 4}, Place::Device), "a");
+  tg::ir::Value *b = graph.addInput(typeOf(DType::F64, {4, 5}, Place::Device), "b");
+  tg::ir::Node *product = graph.addNode(Op(OpKind::Matmul, {}, Place::Device), {a, b});
+  std::unique_ptr<Device> device = tg::runtime::makeSimDevice();
+  Tensor column = range(DType::F64, {3, 1}, 1), right = range(DType::F64, {4, 5}, 2);
+  Tensor broadcast = column.view({3, 4}, {1, 0}, 0); // rows of one repeated value: strides (1, 0)
+  Tensor onDevice = device->upload(column);
+  TensorData got =
+      device->download(device->run(*product, {onDevice.view({3, 4}, {1, 0}, 0), device->upload(right)}))
+          .toData();
+  TensorData want =
+      tg::runtime::runOp(Op(OpKind::Matmul), {broadcast, right}, {typeOf(DType::F64, {3, 5}, Place::Host)})
+          .at(0)
+          .toData();
+  EXPECT_EQ(got, want);
+}
+
 /// Whether the language makes `kind` of `dtype`: rand and randn are float, everything else any dtype.
 bool languageMakes(OpKind kind, DType dtype) {
   bool isFloat = dtype == DType::F32 || dtype == DType::F64;

@@ -904,6 +904,12 @@ class Generator:
             limit = FLOAT_LIMIT if KIND[dtype] == FLOAT else INT_LIMIT[dtype]
             if np.prod(np.abs(values) + errors, axis=axis).max(initial=0) > limit:
                 raise Fail("out of range")
+            # A float product is accumulated in lanes and chunks, in no fixed order: a partial product of the
+            # factors before a zero may overflow to inf, and inf * 0 is nan where NumPy's sequential product
+            # met the zero first. Every partial product is at most the product of max(1, |x|) over all factors.
+            if KIND[dtype] == FLOAT and np.prod(np.maximum(1.0, np.abs(values) + errors),
+                                                axis=axis).max(initial=0) > limit:
+                raise Fail("a partial product may overflow")
 
             def err(r):
                 upper = np.prod(np.abs(values) + errors, axis=axis, keepdims=keepdims)

@@ -201,7 +201,9 @@ struct ParamStmt : Stmt {
 struct OutputStmt : Stmt {
   static constexpr Kind kKind = Kind::Output;
   OutputStmt() : Stmt(kKind) {}
+  /// Each output's name (a name as written, or the source text of another expression) and its value.
   std::vector<Identifier> names;
+  std::vector<ExprPtr> values;
 };
 
 struct UpdateStmt : Stmt {

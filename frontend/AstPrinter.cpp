@@ -185,9 +185,20 @@ void printStmt(std::ostream &out, const Stmt &stmt) {
   case Stmt::Kind::Let:
     printLet(out, *stmt.as<LetStmt>());
     return;
-  case Stmt::Kind::Output:
-    out << "(output " << joinNames(stmt.as<OutputStmt>()->names) << ")";
+  case Stmt::Kind::Output: {
+    // Names as they are, other expressions as trees.
+    const auto *output = stmt.as<OutputStmt>();
+    out << "(output";
+    for (const ExprPtr &value : output->values) {
+      out << " ";
+      if (const auto *name = value->as<NameExpr>())
+        out << name->name;
+      else
+        printExpr(out, *value);
+    }
+    out << ")";
     return;
+  }
   case Stmt::Kind::Update: {
     const auto *update = stmt.as<UpdateStmt>();
     out << "(update " << update->name.name << " ";

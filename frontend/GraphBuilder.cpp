@@ -175,11 +175,11 @@ void GraphBuilder::statement(const Stmt &stmt, ModuleScope &module, bool isScrip
     }
     case Stmt::Kind::Output: {
       scriptOnly("output");
-      for (const Identifier &name : stmt.as<OutputStmt>()->names) {
-        NameExpr reference;
-        reference.loc = name.loc;
-        reference.name = name.name;
-        ir::Value *value = materialize(evaluateTensor(reference, module.scope, "an output"), name.loc);
+      const auto &output = *stmt.as<OutputStmt>();
+      for (size_t i = 0; i < output.names.size(); ++i) {
+        const Identifier &name = output.names[i];
+        ir::Value *value =
+            materialize(evaluateTensor(*output.values[i], module.scope, "an output"), name.loc);
         for (const auto &output : program_->outputs)
           if (output.name == name.name) fail(name.loc, "'" + name.name + "' is already an output");
         program_->graph.addOutput(value);

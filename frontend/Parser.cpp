@@ -315,7 +315,11 @@ private:
     if (auto *letCtx = ctx->letStmt()) return let(letCtx);
     if (auto *outputCtx = ctx->outputStmt()) {
       auto stmt = make<OutputStmt>(outputCtx->getStart());
-      stmt->names = names(outputCtx->nameList());
+      for (TgParser::ExprContext *value : outputCtx->expr()) {
+        stmt->values.push_back(expr(value));
+        antlr4::misc::Interval span(value->getStart()->getStartIndex(), value->getStop()->getStopIndex());
+        stmt->names.push_back({value->getStart()->getInputStream()->getText(span), loc(value->getStart())});
+      }
       return stmt;
     }
     auto *updateCtx = ctx->updateStmt();

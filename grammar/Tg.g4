@@ -53,7 +53,8 @@ bodyStmt   : letStmt | RETURN expr ;
 inputStmt  : INPUT NAME ':' type ;
 paramStmt  : PARAM NAME ':' type '=' expr ;
 letStmt    : LET nameList '=' expr ;
-outputStmt : OUTPUT nameList ;
+// `output loss, exp(x) + 1`: a name keeps its name; another expression is named by its source text.
+outputStmt : OUTPUT expr (',' expr)* ;
 updateStmt : UPDATE NAME '=' expr ;
 
 nameList : NAME (',' NAME)* ;

@@ -1,11 +1,13 @@
-// bench/lift: the global lift against the local one (Theano's node-by-node lift, the measured baseline), side
-// by side in one run on the same graphs: elementwise chains, wide trees and MLP gradients, with a host-only
-// op about every 1,000 nodes. Each graph is built fresh and run through the device passes alone (lift, then
-// cut-transfers); the table shows the lift pass's seconds (best of --repeat runs), nanoseconds per node, the
-// ratio local/global, and, as a check that both placed the graph alike, the transfers left after
-// cut-transfers and the validations each made. Flat ns/node means linear time; the local lift validates the
-// whole graph after every move, so it is quadratic: sizes above --local-max print "skipped", and its runs,
-// long enough that noise matters little, may be repeated fewer times (--local-repeat, default --repeat).
+// bench/lift: the global lift against the cost-aware one (a minimum cut, --lift=cost) and the local one
+// (Theano's node-by-node lift, the measured baseline), side by side in one run on the same graphs:
+// elementwise chains, wide trees and MLP gradients, with a host-only op about every 1,000 nodes. Each graph
+// is built fresh and run through the device passes alone (lift, then cut-transfers); the table shows the lift
+// pass's seconds (best of --repeat runs), nanoseconds per node, the ratios cost/global and local/global, the
+// transfers left after cut-transfers (global and local place alike; cost may move less, or more where the
+// model says it pays) and the validations each made. Flat ns/node means linear time; the local lift validates
+// the whole graph after every move, so it is quadratic: sizes above --local-max print "skipped", and its
+// runs, long enough that noise matters little, may be repeated fewer times (--local-repeat, default
+// --repeat).
 //
 //   build/bench/lift [--sizes 1000,10000,50000,1000000] [--repeat 3] [--graphs chain,wide-tree,mlp-grad]
 //                    [--local-max 50000] [--local-repeat N] [--host-only-every 1000]
@@ -88,26 +90,31 @@ int main(int argc, char **argv) {
     }
   }
 
-  std::printf("%-10s %8s %12s %8s %12s %8s %12s %15s %17s\n", "graph", "nodes", "global s", "ns/node",
-              "local s", "ns/node", "local/global", "transfers g/l", "validations g/l");
+  std::printf("%-10s %8s %11s %8s %11s %8s %9s %11s %8s %9s %22s %14s\n", "graph", "nodes", "global s",
+              "ns/node", "cost s", "ns/node", "cost/glob", "local s", "ns/node", "loc/glob",
+              "transfers g/c/l", "valid. g/c/l");
   for (const auto &[name, build] : bench::graphBuilders()) {
     if (std::find(graphs.begin(), graphs.end(), name) == graphs.end()) continue;
     std::vector<Measurement> globals = measure(build, sizes, hostOnlyEvery, "global", repeat);
+    std::vector<Measurement> costs = measure(build, sizes, hostOnlyEvery, "cost", repeat);
     for (size_t s = 0; s < sizes.size(); ++s) {
-      const Measurement &global = globals[s];
+      const Measurement &global = globals[s], &cost = costs[s];
       std::optional<Measurement> local;
       if (sizes[s] <= localMax)
         local = measure(build, {sizes[s]}, hostOnlyEvery, "local", localRepeat ? localRepeat : repeat)[0];
-      std::printf("%-10s %8zu %12.6f %8.0f", name.c_str(), global.nodes, global.seconds,
-                  1e9 * global.seconds / global.nodes);
-      if (local) {
-        std::printf(" %12.6f %8.0f %12.1f %7zu/%-7zu %8zu/%-8zu\n", local->seconds,
-                    1e9 * local->seconds / local->nodes, local->seconds / global.seconds, global.transfers,
-                    local->transfers, global.validations, local->validations);
-      } else {
-        std::printf(" %12s %8s %12s %7zu/%-7s %8zu/%-8s\n", "skipped", "", "", global.transfers, "-",
-                    global.validations, "-");
-      }
+      std::printf("%-10s %8zu %11.6f %8.0f %11.6f %8.0f %9.2f", name.c_str(), global.nodes, global.seconds,
+                  1e9 * global.seconds / global.nodes, cost.seconds, 1e9 * cost.seconds / cost.nodes,
+                  cost.seconds / global.seconds);
+      std::string transfers = std::to_string(global.transfers) + "/" + std::to_string(cost.transfers) + "/" +
+                              (local ? std::to_string(local->transfers) : "-");
+      std::string validations = std::to_string(global.validations) + "/" + std::to_string(cost.validations) +
+                                "/" + (local ? std::to_string(local->validations) : "-");
+      if (local)
+        std::printf(" %11.6f %8.0f %9.1f", local->seconds, 1e9 * local->seconds / local->nodes,
+                    local->seconds / global.seconds);
+      else
+        std::printf(" %11s %8s %9s", "skipped", "", "");
+      std::printf(" %22s %14s\n", transfers.c_str(), validations.c_str());
       std::fflush(stdout);
     }
   }

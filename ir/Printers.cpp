@@ -178,7 +178,8 @@ std::string printIr(const Graph &graph) {
   return out.str();
 }
 
-std::string printJson(const Program &program, const std::string &profile) {
+std::string printJson(const Program &program,
+                      const std::vector<std::pair<std::string, std::string>> &members) {
   const Graph &graph = program.graph;
   std::ostringstream out;
   auto valueRef = [](const Value *value) {
@@ -236,7 +237,8 @@ std::string printJson(const Program &program, const std::string &profile) {
     first = false;
   }
   out << "]";
-  if (!profile.empty()) out << ",\n  \"profile\": " << profile;
+  for (const auto &[name, json] : members)
+    out << ",\n  " << jsonQuote(name) << ": " << json;
   out << "\n}\n";
   return out.str();
 }

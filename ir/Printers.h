@@ -5,6 +5,8 @@
 #include "ir/Program.h"
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace tg::ir {
 
@@ -15,9 +17,10 @@ std::string printIr(const Graph &graph);
 
 /// The schema of DESIGN.md: {"inputs", "params", "outputs", "updates", "nodes": [{"id", "op", "attrs",
 /// "place", "inputs", "outputs", "type", "loc"}], "constants": [...]}. Value ids are shared by every list;
-/// node ids are positions in topological order. `profile`, when not empty, is JSON text added as the
-/// "profile" member (the optimizer's profile).
-std::string printJson(const Program &program, const std::string &profile = "");
+/// node ids are positions in topological order. `members` are added after them as they are: (name, JSON
+/// text) pairs such as the optimizer's "profile" and the lift's "placement".
+std::string printJson(const Program &program,
+                      const std::vector<std::pair<std::string, std::string>> &members = {});
 
 /// `text` as a JSON string literal, quotes and escapes included.
 std::string jsonQuote(const std::string &text);

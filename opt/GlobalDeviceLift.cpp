@@ -25,11 +25,13 @@ bool onDevice(const Value *value) {
 
 class GlobalLift {
 public:
-  GlobalLift(ir::Graph &graph, RewriteContext &context, PassProfile &profile)
-      : graph_(graph), context_(context), profile_(profile), mapping_(graph.valueIdBound(), nullptr),
-        retired_(graph.nodeIdBound(), false), toDeviceOf_(graph.valueIdBound(), nullptr),
-        toHostOf_(graph.valueIdBound(), nullptr), residentInput_(graph.inputs().size(), false),
-        residentOutput_(graph.outputs().size(), false) {
+  /// `chosen` (by node id, with `reasons`): a placement decided beforehand; null: the global lift's rule.
+  GlobalLift(ir::Graph &graph, RewriteContext &context, PassProfile &profile,
+             const std::vector<bool> *chosen = nullptr, const std::vector<std::string> *reasons = nullptr)
+      : graph_(graph), context_(context), profile_(profile), chosen_(chosen), chosenReasons_(reasons),
+        mapping_(graph.valueIdBound(), nullptr), retired_(graph.nodeIdBound(), false),
+        toDeviceOf_(graph.valueIdBound(), nullptr), toHostOf_(graph.valueIdBound(), nullptr),
+        residentInput_(graph.inputs().size(), false), residentOutput_(graph.outputs().size(), false) {
     // Flags by index, so that asking about an input or output costs no search of the lists.
     for (size_t i : context.residentInputs)
       residentInput_.at(i) = true;
@@ -48,7 +50,7 @@ public:
         ir::TensorType type = inputs[i]->type();
         type.place = Place::Device;
         mapping_[inputs[i]->id()] = graph_.replaceInput(inputs[i], type); // a param kept in device memory
-      } else {
+      } else if (!chosen_) {
         mapping_[inputs[i]->id()] = toDevice(inputs[i]);
       }
     }
@@ -59,8 +61,9 @@ public:
     for (size_t i = 0; i < outputs.size(); ++i)
       outputReader_[static_cast<size_t>(mapped(outputs[i])->id())] |=
           residentOutput_[i] ? DeviceReader : HostReader;
-    for (auto it = order.rbegin(); it != order.rend(); ++it)
-      backward(*it);
+    if (!chosen_)
+      for (auto it = order.rbegin(); it != order.rend(); ++it)
+        backward(*it);
     finish();
     if (movedForward_) profile_.details["moved forward"] = static_cast<double>(movedForward_);
     if (movedBackward_) profile_.details["moved backward"] = static_cast<double>(movedBackward_);
@@ -125,12 +128,14 @@ private:
       if (onDevice(inputs.back()) && deviceInput == node->inputs().size()) deviceInput = i;
     }
     Lifter lifter = lifterFor(node->op().kind());
-    bool wanted = deviceInput < inputs.size() || node->pin() == ir::Pin::Device;
+    bool wanted = chosen_ ? (*chosen_)[static_cast<size_t>(node->id())]
+                          : deviceInput < inputs.size() || node->pin() == ir::Pin::Device;
     if (lifter && node->pin() != ir::Pin::Host && wanted) {
       if (std::optional<ir::Op> op = lifters_.call(lifter, *node)) {
         Value *moved = moveToDevice(node, *op, inputs, movedForward_);
         retire(node, moved);
         explain(moved->owner(), [&] {
+          if (chosenReasons_) return (*chosenReasons_)[static_cast<size_t>(node->id())];
           return node->pin() == ir::Pin::Device
                      ? std::string("pinned by @device")
                      : "moved forward: input " + std::to_string(deviceInput) + " is on the device";
@@ -146,7 +151,8 @@ private:
       host->output()->setName(node->output()->name());
       retire(node, host->output());
     }
-    explain(host, [&] {
+    explain(host, [&]() -> std::string {
+      if (chosenReasons_) return (*chosenReasons_)[static_cast<size_t>(node->id())];
       return node->pin() == ir::Pin::Host ? "stayed: pinned by @host"
              : !lifter                    ? "stayed: no lifter (no device implementation)"
                                           : "stayed: no input on the device";
@@ -238,6 +244,8 @@ private:
   ir::Graph &graph_;
   RewriteContext &context_;
   PassProfile &profile_;
+  const std::vector<bool> *chosen_;
+  const std::vector<std::string> *chosenReasons_;
   std::vector<Value *> mapping_; // by old value id: its value in the new graph (null: itself)
   std::vector<bool> retired_;    // by node id: an old node the new graph no longer uses
   std::vector<Value *> toDeviceOf_, toHostOf_;
@@ -254,6 +262,11 @@ private:
 
 void globalDeviceLift(ir::Graph &graph, RewriteContext &context, PassProfile &profile) {
   GlobalLift(graph, context, profile).run();
+}
+
+void liftToPlacement(ir::Graph &graph, RewriteContext &context, PassProfile &profile,
+                     const std::vector<bool> &onDevice, const std::vector<std::string> *reasons) {
+  GlobalLift(graph, context, profile, &onDevice, reasons).run();
 }
 
 } // namespace tg::opt

@@ -22,4 +22,11 @@ namespace tg::opt {
 /// and a reason per node in context.placement when it is set.
 void globalDeviceLift(ir::Graph &graph, RewriteContext &context, PassProfile &profile);
 
+/// The same rebuild with the placement decided beforehand (the cost-aware lift): in topological order, a node
+/// with `onDevice[node id]` moves through its lifter, the rest are rebuilt on the host; no backward pass.
+/// Transfers are made where a value crosses, once per direction; `reasons` (by node id) explain each node in
+/// context.placement when both are set.
+void liftToPlacement(ir::Graph &graph, RewriteContext &context, PassProfile &profile,
+                     const std::vector<bool> &onDevice, const std::vector<std::string> *reasons);
+
 } // namespace tg::opt

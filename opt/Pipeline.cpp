@@ -4,6 +4,7 @@
 #include "ir/Printers.h"
 #include "opt/Canonicalize.h"
 #include "opt/ConstantFold.h"
+#include "opt/CostDeviceLift.h"
 #include "opt/CutTransfers.h"
 #include "opt/Equilibrium.h"
 #include "opt/Fusion.h"
@@ -58,16 +59,29 @@ void runLift(ir::Graph &graph, RewriteContext &context, PassProfile &profile,
   TG_ASSERT(isLiftStrategy(options.lift)) << "unknown lift strategy '" << options.lift << "'";
   if (options.lift == "local")
     localDeviceLift(graph, context, profile);
+  else if (options.lift == "cost")
+    costDeviceLift(graph, context, profile, options.costModel);
   else
     globalDeviceLift(graph, context, profile);
 }
+/// Once transfers are final, what the placement costs under the model, when asked (--emit=json): every
+/// strategy is priced alike.
+void recordEstimate(const ir::Graph &graph, PassProfile &profile, const OptimizerOptions &options) {
+  if (!options.pricePlacement) return;
+  PlacementEstimate estimate = estimatePlacedGraph(graph, options.costModel);
+  profile.details["estimated seconds"] = estimate.seconds();
+  profile.details["estimated transfer bytes"] = estimate.transferBytes;
+  profile.details["estimated transfers"] = static_cast<double>(estimate.transfers);
+}
 void runCutTransfers(ir::Graph &graph, RewriteContext &context, PassProfile &profile,
-                     const OptimizerOptions &) {
+                     const OptimizerOptions &options) {
   uint64_t before = graph.version();
   rewriteToFixedPoint(context, cutTransferRules(), profile);
-  if (graph.version() == before) return;
-  graph.removeDeadNodes();
-  mergeEquivalent(graph, profile);
+  if (graph.version() != before) {
+    graph.removeDeadNodes();
+    mergeEquivalent(graph, profile);
+  }
+  recordEstimate(graph, profile, options);
 }
 
 void runFusion(ir::Graph &graph, RewriteContext &context, PassProfile &profile, const OptimizerOptions &) {
@@ -103,7 +117,7 @@ const std::vector<PassInfo> &passTable() {
 }
 
 bool isLiftStrategy(const std::string &name) {
-  return name == "global" || name == "local";
+  return name == "global" || name == "local" || name == "cost";
 }
 
 bool isPassOrTag(const std::string &name) {

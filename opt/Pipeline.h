@@ -3,6 +3,7 @@
 #pragma once
 
 #include "ir/Program.h"
+#include "opt/CostModel.h"
 #include "opt/Rewrite.h"
 
 #include <ostream>
@@ -12,13 +13,15 @@
 namespace tg::opt {
 
 struct OptimizerOptions {
-  std::vector<std::string> include;      // pass names or tags added to the default selection (tag fast_run)
-  std::vector<std::string> exclude;      // pass names or tags removed from it
-  std::string printAfter;                // print the graph after this pass to `log`
-  std::string stopAfter;                 // run no pass after this one
-  bool verifyEach = false;               // verify the graph after every pass (always done in debug builds)
-  bool device = false;                   // a device is in use: run the placement passes (tag device)
-  std::string lift = "global";           // the lift pass's strategy: global, or local (the legacy baseline)
+  std::vector<std::string> include; // pass names or tags added to the default selection (tag fast_run)
+  std::vector<std::string> exclude; // pass names or tags removed from it
+  std::string printAfter;           // print the graph after this pass to `log`
+  std::string stopAfter;            // run no pass after this one
+  bool verifyEach = false;          // verify the graph after every pass (always done in debug builds)
+  bool device = false;              // a device is in use: run the placement passes (tag device)
+  std::string lift = "global";      // the lift pass's strategy: global, local (the legacy baseline), cost
+  CostModel costModel = CostModel::defaults(); // what --lift=cost minimizes, and what prices every placement
+  bool pricePlacement = false;           // record the lift's estimate (PlacementEstimate) in its profile
   PlacementReasons *placement = nullptr; // filled with why each node runs where it does, when set
   ConstantEvaluator evaluate;            // how constant folding computes; empty: no folding
   int64_t foldLimit = 1 << 16;           // the most elements a folded constant may have
@@ -42,7 +45,7 @@ struct PassInfo {
 const std::vector<PassInfo> &passTable();
 /// Whether `name` names a pass or a tag of one (for checking --stop-after and friends).
 bool isPassOrTag(const std::string &name);
-/// Whether `name` is a strategy of the lift pass (OptimizerOptions::lift): global or local.
+/// Whether `name` is a strategy of the lift pass (OptimizerOptions::lift): global, local or cost.
 bool isLiftStrategy(const std::string &name);
 
 /// Runs the selected passes over `program.graph` in order, removing dead nodes after each, and keeps the

@@ -6,7 +6,7 @@
 //   tgc compile FILE.tg --emit=ast|ir|opt|json|dot|llvm|ptx [-o FILE] [--gpu-arch sm_XX] [--no-cache]
 //           [optimizer options]
 //   tgc repl [--device ...] [--gpu-arch sm_XX] [--no-cache] [optimizer options]   (also `tgc` alone)
-//   optimizer options include --lift=global|local (the device placement strategy)
+//   optimizer options include --lift=global|local|cost (the device placement strategy) and --cost-model
 //
 // Exit codes: 0 success, 1 a user error in the script or its inputs, 2 bad usage, 3 an internal error.
 #include "codegen/Kernel.h"
@@ -74,7 +74,10 @@ compile options:
   --gpu-arch=sm_XX             the GPU the PTX is for (default sm_90: H100/H200; sm_80: A100)
   -o FILE                      write it to FILE instead of standard output
   --opt-profile                print each pass's time, node counts and rewrites (in the JSON with --emit=json)
-  --explain-placement          print where each node runs and why (with --device=sim)
+  --explain-placement          print where each node runs and why (with --device=sim); with
+                               --lift=cost, each node's estimated time on each place
+  --dim NAME=SIZE              the size of symbolic dimension NAME for the cost model (default 1024; run
+                               takes the sizes from its inputs)
   --device DEVICE              sim or cuda place the graph on a device (no GPU is needed to compile);
                                auto and cpu compile for the CPU
   --no-cache                   as for run (PTX is cached too)
@@ -85,9 +88,11 @@ optimizer options (compile, run and repl):
   --opt-include=NAME       also run the passes with this name or tag
   --opt-exclude=NAME       skip the passes with this name or tag
   --verify-each            verify the graph after every pass
-  --lift=global|local      how the lift pass places nodes on the device (default global: one forward and
+  --lift=global|local|cost how the lift pass places nodes on the device (default global: one forward and
                            one backward pass, one validation); local is the legacy baseline, Theano's way:
-                           one node at a time, validating the whole graph after each move
+                           one node at a time, validating the whole graph after each move; cost is the
+                           placement of least estimated time under the cost model, by a minimum cut
+  --cost-model FILE.json   override fields of the cost model (docs/optimizer.md lists them)
   -O0                      run no optimization pass
   passes, in order: merge, constant-fold, canonicalize, stabilize, specialize, with a device lift and
   cut-transfers, then fusion
@@ -142,6 +147,19 @@ long parseCount(const std::string &option, const std::string &text) {
   if (text.empty() || error != std::errc() || end != text.data() + text.size() || count < 0)
     throw UsageError{option + " expects a non-negative integer, got '" + text + "'"};
   return count;
+}
+
+/// `--dim NAME=SIZE`: binds a symbolic dimension for the cost model; each name once.
+void addDim(opt::CostModel &model, const std::string &text) {
+  size_t equals = text.find('=');
+  std::string name = text.substr(0, equals);
+  bool identifier = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
+  for (char c : name)
+    identifier = identifier && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+  if (equals == std::string::npos || !identifier)
+    throw UsageError{"--dim expects NAME=SIZE, got '" + text + "'"};
+  if (model.dims.count(name)) throw UsageError{"--dim " + name + " is given twice"};
+  model.dims[name] = parseCount("--dim " + name, text.substr(equals + 1));
 }
 
 /// Compiles host kernels for `name` (--host-cpu), else for $TGC_HOST_CPU, else for this machine's CPU.
@@ -207,6 +225,10 @@ Options parseOptions(int argc, char **argv) {
       options.optProfile = true;
     } else if (arg == "--explain-placement" && forCompile) {
       options.explainPlacement = true;
+    } else if (arg == "--dim" && forCompile) {
+      addDim(options.optimizer.costModel, value());
+    } else if (arg == "--cost-model") {
+      options.optimizer.costModel.loadOverrides(value()); // a bad file is an error in an input: exit 1
     } else if (arg == "--host-cpu" && (forRun || forCompile || forRepl)) {
       options.hostCpu = value();
       if (options.hostCpu.empty()) throw UsageError{"--host-cpu needs a CPU name, e.g. x86-64-v3"};
@@ -228,7 +250,8 @@ Options parseOptions(int argc, char **argv) {
     } else if (arg == "--lift") {
       options.optimizer.lift = value();
       if (!opt::isLiftStrategy(options.optimizer.lift))
-        throw UsageError{"unknown --lift value '" + options.optimizer.lift + "'; expected global or local"};
+        throw UsageError{"unknown --lift value '" + options.optimizer.lift +
+                         "'; expected global, local or cost"};
     } else if (arg == "--verify-each") {
       options.optimizer.verifyEach = true;
     } else if (arg == "-O0") {
@@ -260,8 +283,30 @@ opt::OptimizerProfile optimizeProgram(ir::Program &program, const Options &optio
   return tools::optimizeProgram(program, options.optimizer, placement);
 }
 
-int compile(const Options &options, frontend::DiagnosticEngine &diags) {
+/// The "placement" member of --emit=json: the lift's strategy and what its placement costs under the cost
+/// model (recorded by the optimizer once transfers are final).
+std::string placementJson(const opt::OptimizerProfile &profile, const std::string &strategy) {
+  double seconds = 0, bytes = 0, transfers = 0;
+  for (const opt::PassProfile &pass : profile.passes) {
+    auto detail = [&](const char *name, double &into) {
+      auto found = pass.details.find(name);
+      if (found != pass.details.end()) into = found->second;
+    };
+    detail("estimated seconds", seconds);
+    detail("estimated transfer bytes", bytes);
+    detail("estimated transfers", transfers);
+  }
+  char text[256];
+  std::snprintf(
+      text, sizeof text,
+      "{\"strategy\": \"%s\", \"estimated_seconds\": %.6g, \"transfer_bytes\": %.0f, \"transfers\": %.0f}",
+      strategy.c_str(), seconds, bytes, transfers);
+  return text;
+}
+
+int compile(Options options, frontend::DiagnosticEngine &diags) {
   std::string text;
+  options.optimizer.pricePlacement = options.emit == "json";
   if (options.emit == "ast") {
     frontend::ModuleLoader loader(diags, {});
     const frontend::Module *module = loader.loadScript(options.file);
@@ -280,11 +325,14 @@ int compile(const Options &options, frontend::DiagnosticEngine &diags) {
       std::cout << tools::explainPlacement(*program, reasons);
       return 0;
     }
-    std::string profileJson = options.optProfile ? opt::profileJson(profile) : "";
+    std::vector<std::pair<std::string, std::string>> jsonMembers;
+    if (options.emit == "json" && options.optimizer.device)
+      jsonMembers.emplace_back("placement", placementJson(profile, options.optimizer.lift));
+    if (options.optProfile) jsonMembers.emplace_back("profile", opt::profileJson(profile));
     if (options.emit == "llvm" || options.emit == "ptx")
       text = tools::printKernels(*program, options.emit == "ptx", options.gpuArch);
     else
-      text = options.emit == "json"  ? ir::printJson(*program, profileJson)
+      text = options.emit == "json"  ? ir::printJson(*program, jsonMembers)
              : options.emit == "dot" ? ir::printDot(*program)
                                      : ir::printIr(*program);
     if (options.optProfile && options.emit != "json") std::cerr << opt::formatProfile(profile);
@@ -302,6 +350,20 @@ int compile(const Options &options, frontend::DiagnosticEngine &diags) {
   return 0;
 }
 
+/// The cost model prices the run's own sizes: each symbolic dimension of an input takes its size from the
+/// array given for it (a mismatch is reported when the program runs).
+void bindDims(const ir::Program &program, const std::map<std::string, runtime::Tensor> &inputs,
+              opt::CostModel &model) {
+  for (const auto &input : program.inputs) {
+    auto given = inputs.find(input.name);
+    if (given == inputs.end()) continue;
+    const ir::Shape &shape = input.value->type().shape;
+    const std::vector<int64_t> &sizes = given->second.shape();
+    for (size_t d = 0; d < shape.size() && d < sizes.size(); ++d)
+      if (!shape[d].isStatic()) model.dims.emplace(shape[d].symbol(), sizes[d]);
+  }
+}
+
 int run(const Options &options, frontend::DiagnosticEngine &diags) {
   std::unique_ptr<ir::Program> program = frontend::compileScript(options.file, diags);
   if (!program) return 1;
@@ -309,12 +371,13 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
   std::unique_ptr<runtime::Device> device = tools::openDevice(options.device, why);
   if (options.verbose)
     std::cerr << "tgc: device " << (device ? device->describe() : "cpu") << " (" << why << ")\n";
-  Options placed = options;
-  placed.optimizer.device = device != nullptr;
-  optimizeProgram(*program, placed);
   std::map<std::string, runtime::Tensor> inputs;
   for (const auto &[name, path] : options.inputs)
     inputs[name] = runtime::Tensor::fromData(ir::loadNpy(path));
+  Options placed = options;
+  placed.optimizer.device = device != nullptr;
+  bindDims(*program, inputs, placed.optimizer.costModel);
+  optimizeProgram(*program, placed);
   for (const auto &[name, path] : options.outputs) {
     bool known = false;
     for (const auto &output : program->outputs)

@@ -1,0 +1,245 @@
+#include "opt/CostModel.h"
+
+#include "ir/ScalarGraph.h"
+#include "ir/SourceLoc.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace tg::opt {
+
+namespace {
+
+using ir::OpKind;
+
+/// Arithmetic per output element of an elementwise op: transcendental functions cost a polynomial and a
+/// range reduction, the rest one operation.
+double flopsPerElement(OpKind kind) {
+  switch (kind) {
+  case OpKind::Exp:
+  case OpKind::Log:
+  case OpKind::Log1p:
+  case OpKind::Expm1:
+  case OpKind::Sin:
+  case OpKind::Cos:
+  case OpKind::Tanh:
+  case OpKind::Sigmoid:
+  case OpKind::Softplus:
+  case OpKind::Erf:
+  case OpKind::Pow:
+  case OpKind::Rand:
+  case OpKind::Randn:
+    return 20;
+  case OpKind::Sqrt:
+  case OpKind::Rsqrt:
+  case OpKind::Div:
+  case OpKind::Mod:
+    return 4;
+  default:
+    return 1;
+  }
+}
+
+/// Views are free on either place: they compute strides, not elements.
+bool isView(OpKind kind) {
+  return kind == OpKind::Transpose || kind == OpKind::Reshape || kind == OpKind::Slice ||
+         kind == OpKind::BroadcastTo;
+}
+
+double rate(const PlaceSpeeds &place, ir::DType dtype) {
+  switch (dtype) {
+  case ir::DType::F32:
+    return place.f32FlopsPerSecond;
+  case ir::DType::F64:
+    return place.f64FlopsPerSecond;
+  default:
+    return place.intOpsPerSecond;
+  }
+}
+
+/// The field names of the override file, each with the member it sets (speeds in the file's units).
+struct Field {
+  const char *name;
+  double scale; // file unit -> model unit
+  double PlaceSpeeds::*member;
+};
+constexpr Field kPlaceFields[] = {
+    {"memory_gb_per_s", 1e9, &PlaceSpeeds::memoryBytesPerSecond},
+    {"f32_gflop_per_s", 1e9, &PlaceSpeeds::f32FlopsPerSecond},
+    {"f64_gflop_per_s", 1e9, &PlaceSpeeds::f64FlopsPerSecond},
+    {"int_gop_per_s", 1e9, &PlaceSpeeds::intOpsPerSecond},
+    {"launch_us", 1e-6, &PlaceSpeeds::launchSeconds},
+};
+
+double positiveNumber(const nlohmann::json &value, const std::string &where, const std::string &origin,
+                      bool zeroAllowed) {
+  if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0 ||
+      (!zeroAllowed && value.get<double>() == 0))
+    throw ir::UserError(origin + ": " + where + " must be a " + (zeroAllowed ? "non-negative" : "positive") +
+                        " number, got " + value.dump());
+  return value.get<double>();
+}
+
+void applyPlace(PlaceSpeeds &place, const nlohmann::json &object, const std::string &section,
+                const std::string &origin) {
+  if (!object.is_object()) throw ir::UserError(origin + ": \"" + section + "\" must be an object");
+  for (const auto &[key, value] : object.items()) {
+    const Field *field = nullptr;
+    for (const Field &candidate : kPlaceFields)
+      if (key == candidate.name) field = &candidate;
+    if (!field)
+      throw ir::UserError(origin + ": unknown field \"" + section + "." + key +
+                          "\"; expected memory_gb_per_s, f32_gflop_per_s, f64_gflop_per_s, int_gop_per_s "
+                          "or launch_us");
+    bool isLatency = field->member == &PlaceSpeeds::launchSeconds;
+    place.*(field->member) = positiveNumber(value, section + "." + key, origin, isLatency) * field->scale;
+  }
+}
+
+} // namespace
+
+CostModel CostModel::defaults() {
+  CostModel model;
+  // Two cores of a server CPU (AVX2 or AVX-512): what they stream from memory together, and what the host
+  // runtime's vectorized loops and OpenBLAS reach on them; a node costs about a microsecond to dispatch.
+  model.host = {12e9, 60e9, 30e9, 30e9, 1e-6};
+  // An H200: HBM3e streams about 4.8 TB/s at peak, 4 TB/s in practice; 60 TFLOP/s f32 and 30 TFLOP/s f64
+  // outside the tensor cores; a launch costs about 5 us.
+  model.device = {4.0e12, 60e12, 30e12, 30e12, 5e-6};
+  // PCIe 5 x16 from pageable host memory: about 25 GB/s, and about 10 us per copy.
+  model.linkBytesPerSecond = 25e9;
+  model.linkLatencySeconds = 10e-6;
+  return model;
+}
+
+void CostModel::loadOverrides(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ir::UserError("--cost-model: cannot open '" + path + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  applyOverrides(text.str(), path);
+}
+
+void CostModel::applyOverrides(const std::string &text, const std::string &origin) {
+  nlohmann::json root = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded()) throw ir::UserError(origin + ": not valid JSON");
+  if (!root.is_object()) throw ir::UserError(origin + ": expected a JSON object");
+  for (const auto &[key, value] : root.items()) {
+    if (key == "host") {
+      applyPlace(host, value, key, origin);
+    } else if (key == "device") {
+      applyPlace(device, value, key, origin);
+    } else if (key == "link") {
+      if (!value.is_object()) throw ir::UserError(origin + ": \"link\" must be an object");
+      for (const auto &[field, number] : value.items()) {
+        if (field == "gb_per_s")
+          linkBytesPerSecond = positiveNumber(number, "link.gb_per_s", origin, false) * 1e9;
+        else if (field == "latency_us")
+          linkLatencySeconds = positiveNumber(number, "link.latency_us", origin, true) * 1e-6;
+        else
+          throw ir::UserError(origin + ": unknown field \"link." + field +
+                              "\"; expected gb_per_s or latency_us");
+      }
+    } else if (key == "default_dim") {
+      if (!value.is_number_integer() || value.get<int64_t>() < 0)
+        throw ir::UserError(origin + ": default_dim must be a non-negative integer, got " + value.dump());
+      defaultDim = value.get<int64_t>();
+    } else {
+      throw ir::UserError(origin + ": unknown field \"" + key +
+                          "\"; expected host, device, link or default_dim");
+    }
+  }
+}
+
+double CostModel::elements(const ir::TensorType &type) const {
+  double count = 1;
+  for (const ir::Dim &dim : type.shape) {
+    if (dim.isStatic()) {
+      count *= static_cast<double>(dim.size());
+      continue;
+    }
+    auto bound = dims.find(dim.symbol());
+    count *= static_cast<double>(bound != dims.end() ? bound->second : defaultDim);
+  }
+  return count;
+}
+
+double CostModel::bytes(const ir::TensorType &type) const {
+  return elements(type) * static_cast<double>(ir::dtypeSize(type.dtype));
+}
+
+double CostModel::flops(const ir::Node &node) const {
+  OpKind kind = node.op().kind();
+  double out = elements(node.output()->type());
+  if (isView(kind)) return 0;
+  if (kind == OpKind::Matmul) {
+    const ir::TensorType &a = node.input(0)->type();
+    double inner = a.rank() ? elements({a.dtype, {a.shape.back()}, a.place}) : 1;
+    return 2 * out * inner;
+  }
+  if (ir::isReduction(kind) || kind == OpKind::Cumsum) return elements(node.input(0)->type());
+  if (kind == OpKind::Sort || kind == OpKind::Argsort) {
+    double n = elements(node.input(0)->type());
+    return 4 * n * std::log2(std::max(2.0, n));
+  }
+  if (kind == OpKind::Fused) return out * static_cast<double>(node.op().attrs().body->memberNames().size());
+  return out * flopsPerElement(kind);
+}
+
+double CostModel::memoryBytes(const ir::Node &node) const {
+  if (isView(node.op().kind())) return 0;
+  double total = bytes(node.output()->type());
+  for (const ir::Value *input : node.inputs())
+    if (!input->type().isScalar()) total += bytes(input->type());
+  return total;
+}
+
+double CostModel::nodeSeconds(const ir::Node &node, ir::Place place) const {
+  const PlaceSpeeds &speeds = place == ir::Place::Device ? device : host;
+  // An integer matmul, a comparison or a cast computes in its operands' dtype, not its result's.
+  ir::DType dtype = node.inputs().empty() ? node.output()->type().dtype : node.input(0)->type().dtype;
+  return speeds.launchSeconds +
+         std::max(memoryBytes(node) / speeds.memoryBytesPerSecond, flops(node) / rate(speeds, dtype));
+}
+
+double CostModel::transferSeconds(const ir::Value &value) const {
+  if (value.isConstant()) return 0;
+  return linkLatencySeconds + bytes(value.type()) / linkBytesPerSecond;
+}
+
+PlacementEstimate estimatePlacedGraph(const ir::Graph &graph, const CostModel &model) {
+  PlacementEstimate estimate;
+  for (const ir::Node *node : graph.toposort()) {
+    OpKind kind = node->op().kind();
+    if (kind == OpKind::ToDevice || kind == OpKind::ToHost) {
+      const ir::Value &copied = *node->input(0);
+      if (copied.isConstant()) continue;
+      estimate.transferSeconds += model.transferSeconds(copied);
+      estimate.transferBytes += model.bytes(copied.type());
+      estimate.transfers += 1;
+    } else {
+      estimate.computeSeconds += model.nodeSeconds(*node, node->op().place());
+    }
+  }
+  return estimate;
+}
+
+std::string formatSeconds(double seconds) {
+  char text[32];
+  double magnitude = std::fabs(seconds);
+  if (magnitude >= 1)
+    std::snprintf(text, sizeof text, "%.3g s", seconds);
+  else if (magnitude >= 1e-3)
+    std::snprintf(text, sizeof text, "%.3g ms", seconds * 1e3);
+  else if (magnitude >= 1e-6 || magnitude == 0)
+    std::snprintf(text, sizeof text, "%.3g us", seconds * 1e6);
+  else
+    std::snprintf(text, sizeof text, "%.3g ns", seconds * 1e9);
+  return text;
+}
+
+} // namespace tg::opt

@@ -1,0 +1,67 @@
+// The cost model of device placement: how long a node takes on the host and on the device, and how long a
+// value takes to cross between them, estimated from shapes (bytes read and written, flops) and a few speeds
+// of each place and of the link. The cost-aware lift (CostDeviceLift.h) minimizes it; every strategy's
+// placement is priced with it (estimatePlacedGraph), so that strategies compare on any script.
+// docs/optimizer.md describes the model and its defaults.
+#pragma once
+
+#include "ir/Graph.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace tg::opt {
+
+/// How fast one place computes and moves memory.
+struct PlaceSpeeds {
+  double memoryBytesPerSecond; // bytes read plus bytes written, streamed
+  double f32FlopsPerSecond;    // f32 (and f16) arithmetic
+  double f64FlopsPerSecond;
+  double intOpsPerSecond; // integer and boolean arithmetic
+  double launchSeconds;   // the fixed cost of one node: a kernel launch, or the host's dispatch
+};
+
+struct CostModel {
+  PlaceSpeeds host, device;
+  double linkBytesPerSecond; // host <-> device copies
+  double linkLatencySeconds; // the fixed cost of one copy
+  /// Sizes of symbolic dimensions (`n` in `f32[n, 4]`): bound by `tgc run`'s inputs or `--dim n=SIZE`.
+  std::map<std::string, int64_t> dims;
+  int64_t defaultDim = 1024; // the size of a symbolic dimension bound by neither
+
+  /// This kind of machine: two cores of a server CPU on the host, an NVIDIA H200 on PCIe 5 as the device.
+  static CostModel defaults();
+  /// Overrides fields from a JSON file (docs/optimizer.md lists them); an ir::UserError naming the file and
+  /// the field for anything it cannot use.
+  void loadOverrides(const std::string &path);
+  /// The same from JSON text (`origin` names it in errors).
+  void applyOverrides(const std::string &json, const std::string &origin);
+
+  double elements(const ir::TensorType &type) const;
+  double bytes(const ir::TensorType &type) const;
+  /// Flops (or integer operations) `node` performs, wherever it runs.
+  double flops(const ir::Node &node) const;
+  /// Bytes `node` reads and writes in memory: none for a view (transpose, reshape, slice, broadcast_to).
+  double memoryBytes(const ir::Node &node) const;
+  /// Seconds `node` takes on `place`: its launch, then the slower of its memory traffic and its arithmetic.
+  double nodeSeconds(const ir::Node &node, ir::Place place) const;
+  /// Seconds a copy of `value` across the link takes: none for a constant (the runtime places it on the
+  /// device once), latency plus bytes over bandwidth otherwise.
+  double transferSeconds(const ir::Value &value) const;
+};
+
+/// What a placement costs under the model.
+struct PlacementEstimate {
+  double computeSeconds = 0, transferSeconds = 0, transferBytes = 0;
+  size_t transfers = 0;
+  double seconds() const { return computeSeconds + transferSeconds; }
+};
+
+/// Prices a graph after a placement pass: each node on its place, each to_device and to_host a copy.
+PlacementEstimate estimatePlacedGraph(const ir::Graph &graph, const CostModel &model);
+
+/// "1.3 ms", "420 us", "25 s": seconds for people.
+std::string formatSeconds(double seconds);
+
+} // namespace tg::opt

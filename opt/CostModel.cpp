@@ -116,6 +116,26 @@ CostModel CostModel::defaults() {
   return model;
 }
 
+void CostModel::refineDevice(int multiprocessors, int computeMajor, int computeMinor, double clockHz,
+                             double memoryClockHz, int memoryBusBits) {
+  if (memoryClockHz > 0 && memoryBusBits > 0)
+    device.memoryBytesPerSecond = 0.85 * 2 * memoryClockHz * memoryBusBits / 8; // double data rate
+  if (multiprocessors > 0 && clockHz > 0) {
+    // FP32 lanes per SM: 64 on sm_60 and sm_70/80 (GP100, V100, A100), 128 on the others since Maxwell; FP64
+    // lanes: half of those on the data-center parts (x.0), 1/32 elsewhere. Each lane does an FMA, 2 flops.
+    bool dataCenter = computeMinor == 0 && computeMajor >= 6;
+    double f32Lanes = dataCenter && computeMajor <= 8 ? 64 : 128;
+    double f64Lanes = dataCenter ? f32Lanes / 2 : f32Lanes / 32;
+    device.f32FlopsPerSecond = multiprocessors * f32Lanes * 2 * clockHz;
+    device.f64FlopsPerSecond = multiprocessors * f64Lanes * 2 * clockHz;
+    device.intOpsPerSecond = multiprocessors * 64 * clockHz;
+  }
+  std::vector<std::pair<std::string, std::string>> applied = std::move(overrides);
+  overrides.clear();
+  for (const auto &[json, origin] : applied)
+    applyOverrides(json, origin);
+}
+
 void CostModel::loadOverrides(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ir::UserError("--cost-model: cannot open '" + path + "'");
@@ -125,6 +145,7 @@ void CostModel::loadOverrides(const std::string &path) {
 }
 
 void CostModel::applyOverrides(const std::string &text, const std::string &origin) {
+  overrides.emplace_back(text, origin);
   nlohmann::json root = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded()) throw ir::UserError(origin + ": not valid JSON");
   if (!root.is_object()) throw ir::UserError(origin + ": expected a JSON object");
@@ -155,6 +176,54 @@ void CostModel::applyOverrides(const std::string &text, const std::string &origi
   }
 }
 
+namespace {
+
+/// The length of Python's `range(size)[start:stop:step]`, the parts given as text (empty: absent).
+double sliceLength(double size, const std::string &startText, const std::string &stopText,
+                   const std::string &stepText) {
+  double step = stepText.empty() ? 1 : std::strtod(stepText.c_str(), nullptr);
+  if (step == 0) return 0;
+  auto clampIndex = [&](const std::string &text, double absent, double low, double high) {
+    if (text.empty()) return absent;
+    double index = std::strtod(text.c_str(), nullptr);
+    if (index < 0) index += size;
+    return std::clamp(index, low, high);
+  };
+  if (step > 0) {
+    double start = clampIndex(startText, 0, 0, size), stop = clampIndex(stopText, size, 0, size);
+    return std::max(0.0, std::ceil((stop - start) / step));
+  }
+  double start = clampIndex(startText, size - 1, -1, size - 1), stop = clampIndex(stopText, -1, -1, size - 1);
+  return std::max(0.0, std::ceil((start - stop) / -step));
+}
+
+} // namespace
+
+double CostModel::symbolSize(const std::string &symbol) const {
+  if (auto bound = dims.find(symbol); bound != dims.end()) return static_cast<double>(bound->second);
+  int depth = 0;
+  for (size_t i = 0; i < symbol.size(); ++i) {
+    depth += symbol[i] == '[' ? 1 : symbol[i] == ']' ? -1 : 0;
+    if (symbol[i] == '+' && depth == 0)
+      return symbolSize(symbol.substr(0, i)) + symbolSize(symbol.substr(i + 1));
+  }
+  size_t open = symbol.rfind('[');
+  if (!symbol.empty() && symbol.back() == ']' && open != std::string::npos && open > 0) {
+    std::string spec = symbol.substr(open + 1, symbol.size() - open - 2);
+    std::vector<std::string> parts{""};
+    for (char c : spec) {
+      if (c == ':')
+        parts.emplace_back();
+      else
+        parts.back() += c;
+    }
+    if (parts.size() >= 2 && parts.size() <= 3)
+      return sliceLength(symbolSize(symbol.substr(0, open)), parts[0], parts[1],
+                         parts.size() == 3 ? parts[2] : "");
+  }
+  return static_cast<double>(defaultDim);
+}
+
 double CostModel::elements(const ir::TensorType &type) const {
   double count = 1;
   for (const ir::Dim &dim : type.shape) {
@@ -162,8 +231,7 @@ double CostModel::elements(const ir::TensorType &type) const {
       count *= static_cast<double>(dim.size());
       continue;
     }
-    auto bound = dims.find(dim.symbol());
-    count *= static_cast<double>(bound != dims.end() ? bound->second : defaultDim);
+    count *= symbolSize(dim.symbol());
   }
   return count;
 }

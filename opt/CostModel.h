@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace tg::opt {
 
@@ -32,12 +34,24 @@ struct CostModel {
 
   /// This kind of machine: two cores of a server CPU on the host, an NVIDIA H200 on PCIe 5 as the device.
   static CostModel defaults();
+  /// Describes the GPU that is open instead of the default one: memory bandwidth from its memory clock and
+  /// bus (at 85% of peak, what streaming kernels reach), f32 and f64 rates from its SMs, clock and
+  /// architecture. Attributes that are zero leave their fields as they are; overrides applied before are
+  /// applied again, so that a --cost-model file has the last word.
+  void refineDevice(int multiprocessors, int computeMajor, int computeMinor, double clockHz,
+                    double memoryClockHz, int memoryBusBits);
   /// Overrides fields from a JSON file (docs/optimizer.md lists them); an ir::UserError naming the file and
   /// the field for anything it cannot use.
   void loadOverrides(const std::string &path);
   /// The same from JSON text (`origin` names it in errors).
   void applyOverrides(const std::string &json, const std::string &origin);
 
+  /// The overrides applied so far, as (JSON text, origin).
+  std::vector<std::pair<std::string, std::string>> overrides;
+
+  /// The size of a symbolic dimension: bound, or derived from bound ones as the type checker labels them
+  /// (`n[0:2]` a slice of n, `n+m` a concatenation), else defaultDim.
+  double symbolSize(const std::string &symbol) const;
   double elements(const ir::TensorType &type) const;
   double bytes(const ir::TensorType &type) const;
   /// Flops (or integer operations) `node` performs, wherever it runs.

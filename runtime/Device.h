@@ -13,10 +13,20 @@
 #include "runtime/Tensor.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace tg::runtime {
+
+/// What a GPU says of itself, for the cost model of placement (opt/CostModel.h): zero where it did not say.
+struct GpuAttributes {
+  int multiprocessors = 0;
+  int computeMajor = 0, computeMinor = 0;
+  double clockHz = 0;       // the SMs' peak clock
+  double memoryClockHz = 0; // the memory's peak clock
+  int memoryBusBits = 0;
+};
 
 class Device {
 public:
@@ -36,6 +46,8 @@ public:
   /// What the device did besides kernels, for `tgc run -v` (e.g. nodes it ran on the host through staging);
   /// empty when nothing is worth saying.
   virtual std::string report() const { return {}; }
+  /// The GPU's attributes; none for the simulated device, which stands for the cost model's default GPU.
+  virtual std::optional<GpuAttributes> gpuAttributes() const { return std::nullopt; }
 };
 
 /// The simulated device.

@@ -303,6 +303,7 @@ private:
     if (!options_.optimize) return;
     opt::OptimizerOptions options = options_.optimizer;
     options.device = onDevice;
+    describeDevice(options.costModel, device_.get());
     optimizeProgram(program, options, reasons);
   }
 

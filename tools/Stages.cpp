@@ -84,6 +84,13 @@ opt::OptimizerProfile optimizeProgram(ir::Program &program, opt::OptimizerOption
   return opt::optimize(program, options);
 }
 
+void describeDevice(opt::CostModel &model, const runtime::Device *device) {
+  std::optional<runtime::GpuAttributes> gpu = device ? device->gpuAttributes() : std::nullopt;
+  if (!gpu) return;
+  model.refineDevice(gpu->multiprocessors, gpu->computeMajor, gpu->computeMinor, gpu->clockHz,
+                     gpu->memoryClockHz, gpu->memoryBusBits);
+}
+
 /// --explain-placement: each node in order, where it runs, and why.
 std::string explainPlacement(const ir::Program &program, const opt::PlacementReasons &reasons) {
   std::ostringstream out;

@@ -20,6 +20,10 @@ void printNamed(std::ostream &out, const std::string &name, const runtime::Tenso
 opt::OptimizerProfile optimizeProgram(ir::Program &program, opt::OptimizerOptions options,
                                       opt::PlacementReasons *placement = nullptr);
 
+/// The cost model of placement describes `device` when it is a GPU that says what it is (the simulated device
+/// stands for the model's default GPU).
+void describeDevice(opt::CostModel &model, const runtime::Device *device);
+
 /// --explain-placement: each node in order, where it runs, and why.
 std::string explainPlacement(const ir::Program &program, const opt::PlacementReasons &reasons);
 

@@ -34,6 +34,7 @@ struct Context : DeviceMemory {
   std::string name;
   int major = 0, minor = 0, multiprocessors = 1;
   size_t memory = 0;
+  GpuAttributes attributes;
 
   ~Context() override {
     if (!driver) return;
@@ -68,6 +69,12 @@ std::shared_ptr<Context> openContext(int ordinal) {
   context->major = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
   context->minor = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
   context->multiprocessors = std::max(1, attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT));
+  context->attributes = {context->multiprocessors,
+                         context->major,
+                         context->minor,
+                         attribute(CU_DEVICE_ATTRIBUTE_CLOCK_RATE) * 1e3,
+                         attribute(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE) * 1e3,
+                         attribute(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)};
   TG_CUDA_CHECK(driver, cuDeviceTotalMem, &context->memory, device);
   TG_CUDA_CHECK(driver, cuDevicePrimaryCtxRetain, &context->context, device);
   TG_CUDA_CHECK(driver, cuCtxSetCurrent, context->context);
@@ -97,6 +104,8 @@ public:
     for (CUmodule module : modules_)
       driver.api().cuModuleUnload(module);
   }
+
+  std::optional<GpuAttributes> gpuAttributes() const override { return context_->attributes; }
 
   std::string describe() const override {
     std::ostringstream text;

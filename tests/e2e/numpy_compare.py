@@ -24,7 +24,7 @@ NumPy 1.24 used here applies value-based casting to Python scalars and 0-d array
 tgc's defaults differ from NumPy's (float creation ops default to f32), the reference is computed with explicit
 dtypes and a comment says so.
 
-Usage: numpy_compare.py --tgc build/tgc [--device cpu] [-k SUBSTRING] [-v] [--keep]
+Usage: numpy_compare.py --tgc build/tgc [--device cpu] [--run-option=OPTION]... [-k SUBSTRING] [-v] [--keep]
 The last line printed is exactly `N passed, M failed`; the exit status is non-zero on any failure.
 """
 
@@ -926,6 +926,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tgc", required=True, help="the tgc binary")
     parser.add_argument("--device", help="passed to tgc run --device (default: tgc's own)")
+    parser.add_argument("--run-option", dest="run_options", action="append", default=[],
+                        help="one more option of tgc run, e.g. --run-option=--lift=cost (repeatable)")
     parser.add_argument("-k", dest="filter", help="run only the groups or expressions containing this text")
     parser.add_argument("-v", "--verbose", action="store_true", help="list every case")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder of scripts and .npy files")

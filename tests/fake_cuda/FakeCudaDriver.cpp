@@ -189,6 +189,9 @@ CUresult cuDeviceGetAttribute(int *value, int attribute, int) {
   case 1:
     *value = 1024;
     break; // max threads per block
+  case 13:
+    *value = 1980000;
+    break; // SM clock, kHz
   case 16:
     *value = state().multiprocessors;
     break;

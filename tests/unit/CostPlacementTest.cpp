@@ -246,5 +246,40 @@ TEST(CostPlacementTest, OverridesAreReadFieldByField) {
             std::string::npos);
 }
 
+TEST(CostPlacementTest, DerivedDimensionsAreSizedFromTheirSymbols) {
+  opt::CostModel model = opt::CostModel::defaults();
+  model.dims = {{"n", 100000}, {"m", 7}};
+  EXPECT_EQ(model.symbolSize("n"), 100000);
+  EXPECT_EQ(model.symbolSize("n[0:2]"), 2);
+  EXPECT_EQ(model.symbolSize("n[:-1]"), 99999);
+  EXPECT_EQ(model.symbolSize("n[::2]"), 50000);
+  EXPECT_EQ(model.symbolSize("n[5::-1]"), 6);
+  EXPECT_EQ(model.symbolSize("n[::-1]"), 100000);
+  EXPECT_EQ(model.symbolSize("m[10:20]"), 0);
+  EXPECT_EQ(model.symbolSize("n+m"), 100007);
+  EXPECT_EQ(model.symbolSize("n[0:2]+m[1:]"), 8);
+  EXPECT_EQ(model.symbolSize("n[0:2][1:]"), 1);
+  EXPECT_EQ(model.symbolSize("k"), model.defaultDim);
+  EXPECT_EQ(model.symbolSize("reshape1"), model.defaultDim);
+}
+
+TEST(CostPlacementTest, AnOpenGpuRefinesTheModelAndOverridesStillWin) {
+  opt::CostModel model = opt::CostModel::defaults();
+  model.applyOverrides(R"({"device": {"f64_gflop_per_s": 1}})", "mine.json");
+  model.refineDevice(132, 9, 0, 1.98e9, 2.619e9, 5120); // an H200
+  EXPECT_DOUBLE_EQ(model.device.f32FlopsPerSecond, 132 * 128 * 2 * 1.98e9);
+  EXPECT_DOUBLE_EQ(model.device.memoryBytesPerSecond, 0.85 * 2 * 2.619e9 * 5120 / 8);
+  EXPECT_DOUBLE_EQ(model.device.f64FlopsPerSecond, 1e9); // the file's, not the GPU's
+  opt::CostModel a100 = opt::CostModel::defaults();
+  a100.refineDevice(108, 8, 0, 1.41e9, 1.215e9, 5120);
+  EXPECT_DOUBLE_EQ(a100.device.f32FlopsPerSecond, 108 * 64 * 2 * 1.41e9);
+  EXPECT_DOUBLE_EQ(a100.device.f64FlopsPerSecond, 108 * 32 * 2 * 1.41e9);
+  opt::CostModel consumer = opt::CostModel::defaults();
+  consumer.refineDevice(128, 8, 9, 2.52e9, 0, 0); // no memory figures: the bandwidth stays
+  EXPECT_DOUBLE_EQ(consumer.device.f64FlopsPerSecond, 128 * 4 * 2 * 2.52e9);
+  EXPECT_DOUBLE_EQ(consumer.device.memoryBytesPerSecond,
+                   opt::CostModel::defaults().device.memoryBytesPerSecond);
+}
+
 } // namespace
 } // namespace tg

@@ -118,6 +118,14 @@ TEST_F(CudaDeviceTest, DescribesTheGpu) {
       << device->describe();
   EXPECT_EQ(count("cuDevicePrimaryCtxRetain"), 1u);
   EXPECT_EQ(count("cuStreamCreate flags=1"), 1u);
+  // What the cost model of placement is told (the fake driver's clocks and bus are an H200's).
+  std::optional<tg::runtime::GpuAttributes> gpu = device->gpuAttributes();
+  ASSERT_TRUE(gpu.has_value());
+  EXPECT_EQ(gpu->multiprocessors, 4);
+  EXPECT_EQ(gpu->computeMajor, 9);
+  EXPECT_DOUBLE_EQ(gpu->clockHz, 1.98e9);
+  EXPECT_DOUBLE_EQ(gpu->memoryClockHz, 2.619e9);
+  EXPECT_EQ(gpu->memoryBusBits, 5120);
   device.reset();
   EXPECT_EQ(count("cuDevicePrimaryCtxRelease"), 1u);
   EXPECT_EQ(count("cuStreamDestroy"), 1u);

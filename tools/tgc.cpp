@@ -377,6 +377,7 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
   Options placed = options;
   placed.optimizer.device = device != nullptr;
   bindDims(*program, inputs, placed.optimizer.costModel);
+  tools::describeDevice(placed.optimizer.costModel, device.get());
   optimizeProgram(*program, placed);
   for (const auto &[name, path] : options.outputs) {
     bool known = false;

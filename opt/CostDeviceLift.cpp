@@ -170,12 +170,14 @@ PlacementEstimate PlacementProblem::estimate(const std::vector<bool> &onDevice) 
 
 std::vector<bool> PlacementProblem::solve() const {
   size_t n = nodes_.size(), source = n, sink = n + 1;
-  // Infinite: more than every finite capacity together, so that no minimum cut crosses such an edge.
-  double infinite = 1;
+  // Infinite: twice every finite capacity together (so that rounding cannot make it equal to their sum), so
+  // that no minimum cut crosses such an edge.
+  double infinite = 0;
   for (size_t i = 0; i < n; ++i)
     infinite += hostSeconds_[i] + deviceSeconds_[i];
   for (const Crossing &crossing : crossings_)
     infinite += crossing.seconds;
+  infinite = 2 * infinite + 1;
   // Capacities to the terminals, gathered per node first: S -> v is paid when v runs on the device, v -> T
   // when it runs on the host.
   std::vector<double> toSource(n, 0), toSink(n, 0);

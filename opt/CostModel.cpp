@@ -178,6 +178,8 @@ void CostModel::applyOverrides(const std::string &text, const std::string &origi
 
 namespace {
 
+constexpr double kMaxElements = 1e100;
+
 /// The length of Python's `range(size)[start:stop:step]`, the parts given as text (empty: absent).
 double sliceLength(double size, const std::string &startText, const std::string &stopText,
                    const std::string &stepText) {
@@ -233,7 +235,8 @@ double CostModel::elements(const ir::TensorType &type) const {
     }
     count *= symbolSize(dim.symbol());
   }
-  return count;
+  // Bounded, so that flops and bytes (and the cut's sums of them) stay finite whatever --dim says.
+  return std::min(count, kMaxElements);
 }
 
 double CostModel::bytes(const ir::TensorType &type) const {

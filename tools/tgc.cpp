@@ -299,7 +299,7 @@ std::string placementJson(const opt::OptimizerProfile &profile, const std::strin
   char text[256];
   std::snprintf(
       text, sizeof text,
-      "{\"strategy\": \"%s\", \"estimated_seconds\": %.6g, \"transfer_bytes\": %.0f, \"transfers\": %.0f}",
+      "{\"strategy\": \"%s\", \"estimated_seconds\": %.6g, \"transfer_bytes\": %.17g, \"transfers\": %.0f}",
       strategy.c_str(), seconds, bytes, transfers);
   return text;
 }

@@ -1,6 +1,7 @@
 // Fuzzes the front end and the optimizer: any bytes as a script, parsed, built into a graph and optimized,
-// for the CPU and for a device (the global lift, transfers, fusion). A script may only ever be refused with
-// diagnostics (a UserError); anything else the sanitizers or an escaping exception report is a finding.
+// for the CPU and for a device (the global and the cost-aware lifts, transfers, fusion). A script may only
+// ever be refused with diagnostics (a UserError); anything else the sanitizers or an escaping exception
+// report is a finding.
 #include "frontend/Diagnostics.h"
 #include "frontend/GraphBuilder.h"
 #include "frontend/ModuleLoader.h"
@@ -15,7 +16,7 @@
 namespace {
 
 /// Builds the script and optimizes it, for a device or not; user errors are the script's, and fine.
-void compile(const std::string &source, bool onDevice) {
+void compile(const std::string &source, bool onDevice, const char *lift = "global") {
   std::ostringstream diagnostics;
   tg::frontend::DiagnosticEngine diags(diagnostics);
   tg::frontend::ModuleLoader loader(diags, {});
@@ -26,6 +27,8 @@ void compile(const std::string &source, bool onDevice) {
     if (!program || diags.hasErrors()) return;
     tg::opt::OptimizerOptions options;
     options.device = onDevice;
+    options.lift = lift;
+    options.pricePlacement = onDevice;
     options.verifyEach = true;
     tg::tools::optimizeProgram(*program, options);
   } catch (const tg::ir::UserError &) {
@@ -38,5 +41,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string source(reinterpret_cast<const char *>(data), size);
   compile(source, false);
   compile(source, true);
+  compile(source, true, "cost");
   return 0;
 }

@@ -276,6 +276,16 @@ std::optional<std::string> defaultKernelCacheDirectory();
 /// written turns the cache off silently: kernels are compiled as if it were off. Thread-safe.
 void setKernelCacheDirectory(std::optional<std::string> directory);
 
+/// While one lives, kernels compiled on this thread neither read nor write the disk cache, whatever the
+/// process's setting: a program compiled without the cache among others that use it. Nests.
+class KernelCacheBypass {
+public:
+  KernelCacheBypass();
+  ~KernelCacheBypass();
+  KernelCacheBypass(const KernelCacheBypass &) = delete;
+  KernelCacheBypass &operator=(const KernelCacheBypass &) = delete;
+};
+
 struct KernelCacheStats {
   size_t diskHits = 0;       // kernels (or PTX) read from the disk instead of compiled
   size_t diskMisses = 0;     // lookups the disk did not answer, corrupt entries included

@@ -117,8 +117,12 @@ std::optional<std::string> activeDirectory(CacheState &cache) {
   return cache.directory;
 }
 
-/// The directory, or nullopt when the cache is off.
+/// How many KernelCacheBypass objects live on this thread.
+thread_local int bypasses = 0;
+
+/// The directory, or nullopt when the cache is off (or bypassed on this thread).
 std::optional<std::string> cacheDirectory() {
+  if (bypasses > 0) return std::nullopt;
   std::lock_guard<std::mutex> lock(state().mutex);
   return activeDirectory(state());
 }
@@ -198,6 +202,13 @@ KernelCacheKey kernelCacheKey(const KernelSpec &spec, CachedCode code, const std
   }
   return KernelCacheKey{llvm::SHA256::hash(
       llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(text.data()), text.size()))};
+}
+
+KernelCacheBypass::KernelCacheBypass() {
+  ++bypasses;
+}
+KernelCacheBypass::~KernelCacheBypass() {
+  --bypasses;
 }
 
 std::optional<std::string> readKernelCacheEntry(const KernelCacheKey &key) {

@@ -1,5 +1,7 @@
 #include "frontend/Diagnostics.h"
 
+#include <sstream>
+
 namespace tg::frontend {
 
 const std::string &DiagnosticEngine::addSource(const std::string &file, std::string text) {
@@ -7,26 +9,28 @@ const std::string &DiagnosticEngine::addSource(const std::string &file, std::str
 }
 
 void DiagnosticEngine::error(const SourceLoc &loc, const std::string &message) {
-  ++errors_;
+  if (++errors_ == 1) first_ = ir::UserError(message, loc);
   if (errors_ <= kMaxPrinted)
-    print(loc, "error", message);
+    out_ << render(loc, "error", message);
   else if (errors_ == kMaxPrinted + 1)
     out_ << "note: too many errors; stopping here\n";
 }
 
 void DiagnosticEngine::note(const SourceLoc &loc, const std::string &message) {
-  if (errors_ <= kMaxPrinted) print(loc, "note", message);
+  if (errors_ <= kMaxPrinted) out_ << render(loc, "note", message);
 }
 
-void DiagnosticEngine::print(const SourceLoc &loc, const char *severity, const std::string &message) {
+std::string DiagnosticEngine::render(const SourceLoc &loc, const char *severity,
+                                     const std::string &message) const {
+  std::ostringstream out;
   std::string where = loc.str();
   if (auto offset = loc.known() ? lineOffsets_.find(*loc.file) : lineOffsets_.end();
       offset != lineOffsets_.end() && loc.line > offset->second)
     where = *loc.file + ":" + std::to_string(loc.line - offset->second) + ":" + std::to_string(loc.column);
-  out_ << (where.empty() ? "tgc" : where) << ": " << severity << ": " << message << "\n";
-  if (!loc.known()) return;
+  out << (where.empty() ? "tgc" : where) << ": " << severity << ": " << message << "\n";
+  if (!loc.known()) return out.str();
   auto source = sources_.find(*loc.file);
-  if (source == sources_.end()) return;
+  if (source == sources_.end()) return out.str();
   // Find the line, then put the caret under the column (columns count code points, tabs are kept as tabs).
   const std::string &text = source->second;
   size_t begin = 0;
@@ -34,11 +38,11 @@ void DiagnosticEngine::print(const SourceLoc &loc, const char *severity, const s
     begin = text.find('\n', begin);
     if (begin != std::string::npos) ++begin;
   }
-  if (begin == std::string::npos || begin > text.size()) return;
+  if (begin == std::string::npos || begin > text.size()) return out.str();
   size_t end = text.find('\n', begin);
   std::string line = text.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
   if (!line.empty() && line.back() == '\r') line.pop_back();
-  out_ << line << "\n";
+  out << line << "\n";
   std::string caret;
   int column = 1;
   for (size_t i = 0; i < line.size() && column < loc.column; ++i) {
@@ -47,7 +51,8 @@ void DiagnosticEngine::print(const SourceLoc &loc, const char *severity, const s
     caret += c == '\t' ? '\t' : ' ';
     ++column;
   }
-  out_ << caret << "^\n";
+  out << caret << "^\n";
+  return out.str();
 }
 
 } // namespace tg::frontend

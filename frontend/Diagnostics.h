@@ -27,18 +27,23 @@ public:
   /// Prints a user error thrown from a later stage (type inference, run time, file loading).
   void report(const ir::UserError &error) { this->error(error.loc, error.message); }
 
+  /// A diagnostic as error() prints it: "FILE:LINE:COL: SEVERITY: message", then the source line and a caret
+  /// when the text of the file is known.
+  std::string render(const SourceLoc &loc, const char *severity, const std::string &message) const;
+
+  /// The first error reported (message and location), for callers that hand errors on as values.
+  const ir::UserError &firstError() const { return first_; }
   unsigned errorCount() const { return errors_; }
   bool hasErrors() const { return errors_ > 0; }
   /// Errors after this many are counted but not printed, so that one mistake cannot flood the terminal.
   static constexpr unsigned kMaxPrinted = 20;
 
 private:
-  void print(const SourceLoc &loc, const char *severity, const std::string &message);
-
   std::ostream &out_;
   std::map<std::string, std::string> sources_;
   std::map<std::string, int> lineOffsets_;
   unsigned errors_ = 0;
+  ir::UserError first_{""};
 };
 
 } // namespace tg::frontend

@@ -22,11 +22,11 @@ void checkInputs(const std::vector<ir::Value *> &inputs, const std::vector<Tenso
     std::string name = "input '" + inputs[i]->name() + "'";
     ir::SourceLoc loc = i < declarations.size() ? declarations[i] : ir::SourceLoc{};
     if (tensor.dtype() != type.dtype)
-      throw ir::UserError(name + " has dtype " + ir::dtypeName(tensor.dtype()) +
-                              ", but the script declares " + type.str(),
-                          loc);
+      throw InputError(name + " has dtype " + ir::dtypeName(tensor.dtype()) + ", but the script declares " +
+                           type.str(),
+                       loc);
     if (tensor.rank() != type.rank())
-      throw ir::UserError(
+      throw InputError(
           name + " has shape " + shapeTuple(tensor.shape()) + ", but the script declares " + type.str(), loc);
     for (size_t d = 0; d < type.rank(); ++d) {
       const ir::Dim &dim = type.shape[d];
@@ -34,15 +34,15 @@ void checkInputs(const std::vector<ir::Value *> &inputs, const std::vector<Tenso
       std::string prefix = name + ": dimension " + std::to_string(d) + " is ";
       if (dim.isStatic()) {
         if (size != dim.size())
-          throw ir::UserError(prefix + std::to_string(size) + ", but the script declares " + type.str(), loc);
+          throw InputError(prefix + std::to_string(size) + ", but the script declares " + type.str(), loc);
         continue;
       }
       auto [bound, inserted] = symbols.try_emplace(dim.symbol(), Binding{size, inputs[i]});
       if (!inserted && bound->second.size != size)
-        throw ir::UserError(prefix + dim.symbol() + "=" + std::to_string(size) + ", but " + dim.symbol() +
-                                "=" + std::to_string(bound->second.size) + " from input '" +
-                                bound->second.input->name() + "'",
-                            loc);
+        throw InputError(prefix + dim.symbol() + "=" + std::to_string(size) + ", but " + dim.symbol() + "=" +
+                             std::to_string(bound->second.size) + " from input '" +
+                             bound->second.input->name() + "'",
+                         loc);
     }
   }
 }

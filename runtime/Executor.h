@@ -12,9 +12,15 @@
 
 namespace tg::runtime {
 
+/// Inputs that do not fit the script: a missing or unknown name, a wrong dtype or shape (Session::step,
+/// checkInputs), or a param's new value of another type (Session::setParam).
+struct InputError : ir::UserError {
+  using UserError::UserError;
+};
+
 /// Checks that each tensor fits the declared type of its graph input: the same dtype and rank, the static
-/// sizes, and one size for each symbolic dimension across all inputs. Throws UserError naming the input, e.g.
-/// "input 'y': dimension 0 is n=4, but n=5 from input 'X'".
+/// sizes, and one size for each symbolic dimension across all inputs. Throws InputError naming the input,
+/// e.g. "input 'y': dimension 0 is n=4, but n=5 from input 'X'".
 void checkInputs(const std::vector<ir::Value *> &inputs, const std::vector<Tensor> &tensors,
                  const std::vector<ir::SourceLoc> &declarations = {});
 

@@ -4,6 +4,17 @@
 
 namespace tg::runtime {
 
+namespace {
+
+/// A C-contiguous copy of a host tensor in a buffer of its own.
+Tensor copyOf(const Tensor &value) {
+  Tensor copy = Tensor::empty(value.dtype(), value.shape());
+  copy.copyFrom(value);
+  return copy;
+}
+
+} // namespace
+
 Session::Session(const ir::Program &program, Device *device)
     : program_(program), executor_(program.graph, device) {
   params_ = Executor(program.init).run({});
@@ -18,7 +29,7 @@ Session::Session(const ir::Program &program, Device *device)
       << "init computes " << params_.size() << " values for " << program.params.size() << " params";
 }
 
-std::vector<Tensor> Session::step(const std::map<std::string, Tensor> &inputs) {
+std::vector<Tensor> Session::step(const std::map<std::string, Tensor> &inputs, bool applyUpdates) {
   for (const auto &[name, tensor] : inputs) {
     bool declared = false;
     std::string names;
@@ -27,8 +38,8 @@ std::vector<Tensor> Session::step(const std::map<std::string, Tensor> &inputs) {
       names += (names.empty() ? "" : ", ") + input.name;
     }
     if (!declared)
-      throw ir::UserError("unknown input '" + name + "'; " +
-                          (names.empty() ? "the script has no inputs" : "the script's inputs are: " + names));
+      throw InputError("unknown input '" + name + "'; " +
+                       (names.empty() ? "the script has no inputs" : "the script's inputs are: " + names));
   }
 
   // Graph inputs are the script's inputs, then its params.
@@ -40,8 +51,8 @@ std::vector<Tensor> Session::step(const std::map<std::string, Tensor> &inputs) {
     TG_ASSERT(graphInputs[tensors.size()] == input.value) << "input '" << input.name << "' out of order";
     auto found = inputs.find(input.name);
     if (found == inputs.end())
-      throw ir::UserError("missing input '" + input.name + "': pass it with --in " + input.name + "=FILE.npy",
-                          input.loc);
+      throw InputError("missing input '" + input.name + "', declared " + input.value->type().str(),
+                       input.loc);
     tensors.push_back(found->second);
   }
   tensors.insert(tensors.end(), params_.begin(), params_.end());
@@ -54,8 +65,14 @@ std::vector<Tensor> Session::step(const std::map<std::string, Tensor> &inputs) {
   size_t outputCount = program_.outputs.size();
   TG_ASSERT(results.size() == outputCount + program_.updates.size())
       << "graph outputs are not outputs + updates";
-  for (size_t i = 0; i < program_.updates.size(); ++i)
-    params_[program_.updates[i].param] = std::move(results[outputCount + i]);
+  for (size_t i = 0; i < program_.updates.size() && applyUpdates; ++i) {
+    Tensor &next = results[outputCount + i];
+    // A param owns its memory: an update that is an input's own buffer (update w = X) is copied, so that the
+    // caller may reuse the input's memory afterwards.
+    for (size_t k = 0; k < program_.inputs.size(); ++k)
+      if (next.sharesBuffer(tensors[k])) next = copyOf(next);
+    params_[program_.updates[i].param] = std::move(next);
+  }
   results.resize(outputCount);
   return results;
 }
@@ -67,11 +84,39 @@ TransferStats Session::transfers() const {
   return total;
 }
 
+size_t Session::paramIndex(const std::string &name) const {
+  std::string names;
+  for (size_t i = 0; i < program_.params.size(); ++i) {
+    if (program_.params[i].name == name) return i;
+    names += (names.empty() ? "" : ", ") + program_.params[i].name;
+  }
+  throw ir::UserError("unknown param '" + name + "'; " +
+                      (names.empty() ? "the script has no params" : "the script's params are: " + names));
+}
+
 Tensor Session::param(const std::string &name) const {
-  for (size_t i = 0; i < program_.params.size(); ++i)
-    if (program_.params[i].name == name)
-      return params_[i].memory() == Memory::Host ? params_[i] : executor_.device().download(params_[i]);
-  throw ir::UserError("unknown param '" + name + "'");
+  const Tensor &value = params_[paramIndex(name)];
+  return value.memory() == Memory::Host ? value : executor_.device().download(value);
+}
+
+void Session::setParam(const std::string &name, const Tensor &value) {
+  size_t index = paramIndex(name);
+  const Tensor &current = params_[index];
+  std::string declared = program_.params[index].value->type().str();
+  if (value.dtype() != current.dtype())
+    throw InputError("param '" + name + "' has dtype " + ir::dtypeName(current.dtype()) + " (" + declared +
+                     "), not " + ir::dtypeName(value.dtype()));
+  if (value.shape() != current.shape())
+    throw InputError("param '" + name + "' has shape " + shapeTuple(current.shape()) + " (" + declared +
+                     "), not " + shapeTuple(value.shape()));
+  Tensor copy = copyOf(value);
+  if (current.memory() == Memory::Host) {
+    params_[index] = copy;
+    return;
+  }
+  params_[index] = executor_.device().upload(copy);
+  ++uploads_.toDevice;
+  uploads_.bytes += static_cast<size_t>(copy.numElements()) * ir::dtypeSize(copy.dtype());
 }
 
 } // namespace tg::runtime

@@ -61,6 +61,17 @@ Tensor Tensor::fromData(const ir::TensorData &data) {
   return tensor;
 }
 
+Tensor Tensor::onHost(std::shared_ptr<std::byte> buffer, DType dtype, std::vector<int64_t> shape,
+                      std::vector<int64_t> strides) {
+  TG_ASSERT(shape.size() == strides.size()) << "a tensor needs one stride per dimension";
+  Tensor tensor;
+  tensor.buffer_ = std::move(buffer);
+  tensor.dtype_ = dtype;
+  tensor.shape_ = std::move(shape);
+  tensor.strides_ = std::move(strides);
+  return tensor;
+}
+
 Tensor Tensor::onDevice(std::shared_ptr<std::byte> buffer, DType dtype, std::vector<int64_t> shape) {
   Tensor tensor;
   tensor.buffer_ = std::move(buffer);

@@ -30,6 +30,11 @@ public:
   /// A C-contiguous tensor over `buffer`, which holds device memory (its pointer is the device address) and
   /// returns it to its allocator when the last handle goes.
   static Tensor onDevice(std::shared_ptr<std::byte> buffer, ir::DType dtype, std::vector<int64_t> shape);
+  /// A host tensor over memory another owner keeps (a NumPy array's): `buffer` points at the element of
+  /// offset 0 and its deleter lets the owner go when the last handle does. Strides are in elements and not
+  /// negative; the elements must stay unchanged while a run reads them.
+  static Tensor onHost(std::shared_ptr<std::byte> buffer, ir::DType dtype, std::vector<int64_t> shape,
+                       std::vector<int64_t> strides);
   /// A C-ordered copy of the elements (host memory only).
   ir::TensorData toData() const;
   Memory memory() const { return memory_; }
@@ -41,6 +46,11 @@ public:
   size_t rank() const { return shape_.size(); }
   int64_t numElements() const;
   bool defined() const { return buffer_ != nullptr; }
+  /// Whether no other handle shares this one's buffer: nothing else (a param, a cached constant) reads it, so
+  /// writing to it changes only this value.
+  bool ownsBufferAlone() const { return buffer_.use_count() == 1; }
+  /// Whether `other` is a view of the same buffer.
+  bool sharesBuffer(const Tensor &other) const { return buffer_ == other.buffer_; }
 
   /// True when the elements lie in C order without gaps.
   bool isContiguous() const;

@@ -11,7 +11,7 @@
 # tools/bundle.sh copies the libraries on the right from the system. The unit tests name their fakes by file name
 # (found through those RPATHs) and read tests/data relative to the working folder: run them from the bundle's root.
 
-set(TGC_BUNDLE_LIBRARIES tg_tools tg_frontend tg_stdlib tg_grammar tg_opt tg_runtime tg_codegen tg_ir)
+set(TGC_BUNDLE_LIBRARIES tg_tools tg_api tg_frontend tg_stdlib tg_grammar tg_opt tg_runtime tg_codegen tg_ir)
 set(TGC_BUNDLE_BINARIES tgc gpu tgc_unit_tests)
 
 # The static LLVM components, in place of the shared libLLVM, wherever tgc's libraries link LLVM.

@@ -1,12 +1,10 @@
 #include "tools/Repl.h"
 
 #include "frontend/Diagnostics.h"
-#include "frontend/GraphBuilder.h"
 #include "frontend/ModuleLoader.h"
 #include "ir/Npy.h"
-#include "ir/Printers.h"
 #include "runtime/Print.h"
-#include "runtime/Session.h"
+#include "tools/Api.h"
 #include "tools/Stages.h"
 
 #include <algorithm>
@@ -203,10 +201,9 @@ class Repl {
 public:
   Repl(const ReplOptions &options, std::ostream &out, std::ostream &err)
       : options_(options), out_(out), err_(err) {
-    std::string why;
     try {
-      device_ = openDevice(options.device, why);
-    } catch (const ir::UserError &error) {
+      device_ = api::openDevice(options.device).device;
+    } catch (const api::Error &error) {
       err_ << "tgc: " << error.message << "; using the CPU\n";
     }
   }
@@ -220,6 +217,9 @@ public:
       if (std::vector<size_t> open = openBrackets(input); !open.empty()) unclosed(input, open.front());
       if (!word.empty() && word[0] == ':') return command(word, rest);
       statement(word, input);
+    } catch (const api::Error &error) {
+      out_.flush();
+      err_ << error.text;
     } catch (const ir::UserError &error) {
       report(error);
     }
@@ -274,43 +274,36 @@ private:
     diags.report(error);
   }
 
-  /// Builds the program of the kept entries followed by `body`, whose first line is reported as line 1 of
-  /// what was typed plus `bodyLineOffset`. Null (diagnostics printed) when it does not build.
-  std::unique_ptr<ir::Program> build(const std::string &body, int bodyLineOffset = 0) {
+  /// How a statement is compiled: as built (to check it, or to print it), or optimized and placed on the
+  /// session's device (to run it), or placed for a device whether one is open or not (:ptx, :explain).
+  enum class Purpose { Check, Run, PlaceForDevice };
+
+  /// Compiles the kept entries followed by `body`, whose first line is reported as line 1 of what was typed
+  /// plus `bodyLineOffset`. An error is thrown as api::Error with its diagnostics.
+  api::Program compile(const std::string &body, Purpose purpose, int bodyLineOffset = 0) {
     std::string kept = prefix();
     lastSource_ = kept + body;
     lastOffset_ = static_cast<int>(countLines(kept)) + bodyLineOffset;
+    api::Source source = api::Source::string(lastSource_, kSource);
+    source.preludeLines = lastOffset_;
+    api::Options options;
+    options.optimizer = options_.optimizer;
+    options.gpuArch = options_.gpuArch;
+    options.optimize = options_.optimize && purpose != Purpose::Check;
+    options.device = device_;
+    options.placeForDevice = purpose == Purpose::PlaceForDevice;
+    for (const Entry &entry : entries_)
+      if (entry.kind == Entry::Value) options.inputShapes[entry.name] = entry.value.shape();
     out_.flush();
-    frontend::DiagnosticEngine diags(err_);
-    diags.setLineOffset(kSource, lastOffset_);
-    frontend::ModuleLoader loader(diags, frontend::ModuleLoader::searchPathFromEnvironment());
-    const frontend::Module *module = loader.loadSource(kSource, lastSource_);
-    if (!module || diags.hasErrors()) return nullptr;
-    std::unique_ptr<ir::Program> program = frontend::buildProgram(*module, loader, diags);
-    if (diags.hasErrors()) return nullptr;
-    return program;
+    return api::Program::compile(source, options);
   }
 
   /// The program that computes `expression` as its one output.
-  std::unique_ptr<ir::Program> buildExpression(const std::string &expression) {
+  api::Program compileExpression(const std::string &expression, Purpose purpose) {
     if (expression.empty()) throw ir::UserError("this command needs an expression, e.g. :type exp(1.0)");
-    return build(
-        std::string("let ") + kValueName + " = (\n" + expression + "\n)\noutput " + kValueName + "\n", 1);
-  }
-
-  /// Runs the session's optimizer options over `program`, placed on a device or not (none with -O0).
-  void optimize(ir::Program &program, bool onDevice, opt::PlacementReasons *reasons = nullptr) {
-    if (!options_.optimize) return;
-    opt::OptimizerOptions options = options_.optimizer;
-    options.device = onDevice;
-    describeDevice(options.costModel, device_.get());
-    optimizeProgram(program, options, reasons);
-  }
-
-  std::vector<runtime::Tensor> run(ir::Program &program) {
-    optimize(program, device_ != nullptr);
-    runtime::Session session(program, device_.get());
-    return session.step(keptValues());
+    return compile(std::string("let ") + kValueName + " = (\n" + expression + "\n)\noutput " + kValueName +
+                       "\n",
+                   purpose, 1);
   }
 
   void printValue(const std::string &name, const runtime::Tensor &value) {
@@ -334,32 +327,31 @@ private:
       std::string name = splitWord(splitWord(input).second).first;
       std::vector<Entry> saved = entries_;
       forget(name);
-      if (!build(text)) {
+      try {
+        compile(text, Purpose::Check);
+      } catch (const api::Error &) {
         entries_ = saved;
-        return;
+        throw;
       }
       entries_.push_back({word == "import" ? Entry::Import : Entry::Def, name, text, {}});
       return;
     }
     if (word == "let") return let(input);
     if (word == "output") {
-      std::unique_ptr<ir::Program> program = build(text);
-      if (!program) return;
-      std::vector<runtime::Tensor> values = run(*program);
+      api::Program program = compile(text, Purpose::Run);
+      std::vector<runtime::Tensor> values = program.run(keptValues());
       for (size_t i = 0; i < values.size(); ++i)
-        printValue(program->outputs[i].name, values[i]);
+        printValue(program.outputs()[i].name, values[i]);
       return;
     }
-    std::unique_ptr<ir::Program> program = buildExpression(input);
-    if (!program) return;
-    printValue("", run(*program).at(0));
+    printValue("", compileExpression(input, Purpose::Run).run(keptValues()).at(0));
   }
 
   void let(const std::string &input) {
     static const std::regex names(R"(^\s*let\s+([A-Za-z_]\w*(\s*,\s*[A-Za-z_]\w*)*)\s*=)");
     std::smatch match;
     if (!std::regex_search(input, match, names)) { // not a let the parser accepts: let it say why
-      build(input + "\n");
+      compile(input + "\n", Purpose::Check);
       return;
     }
     std::vector<std::string> bound;
@@ -379,13 +371,12 @@ private:
       std::string target = rebinds ? std::string(kValueName) + std::to_string(i) : bound[i];
       targets += (i ? ", " : "") + target;
     }
-    std::unique_ptr<ir::Program> program =
-        rebinds ? build("let " + targets + " = (\n" + input.substr(static_cast<size_t>(match.length(0))) +
-                            "\n)\noutput " + targets + "\n",
-                        1)
-                : build(input + "\noutput " + targets + "\n");
-    if (!program) return;
-    std::vector<runtime::Tensor> values = run(*program);
+    api::Program program =
+        rebinds ? compile("let " + targets + " = (\n" + input.substr(static_cast<size_t>(match.length(0))) +
+                              "\n)\noutput " + targets + "\n",
+                          Purpose::Run, 1)
+                : compile(input + "\noutput " + targets + "\n", Purpose::Run);
+    std::vector<runtime::Tensor> values = program.run(keptValues());
     for (size_t i = 0; i < bound.size(); ++i) {
       forget(bound[i]);
       entries_.push_back(
@@ -435,35 +426,26 @@ private:
       entries_.clear();
       out_ << "forgot every import, def and let\n";
     } else if (word == ":device") {
-      std::string why;
       if (rest != "cpu" && rest != "sim" && rest != "cuda" && rest != "auto")
         throw ir::UserError(":device expects cpu, sim, cuda or auto, got '" + rest + "'");
-      std::unique_ptr<runtime::Device> device = openDevice(rest, why);
-      device_ = std::move(device);
-      out_ << "device " << (device_ ? device_->describe() : "cpu") << " (" << why << ")\n";
+      api::OpenedDevice opened = api::openDevice(rest);
+      device_ = opened.device;
+      out_ << "device " << (device_ ? device_->describe() : "cpu") << " (" << opened.why << ")\n";
     } else if (word == ":load") {
       if (rest.empty()) throw ir::UserError("':load' expects a script: :load FILE.tg");
       return load(rest);
     } else if (word == ":save") {
       save(rest);
     } else if (word == ":type") {
-      if (auto program = buildExpression(rest)) out_ << program->outputs.at(0).value->type().str() << "\n";
-    } else if (word == ":ir" || word == ":opt") {
-      std::unique_ptr<ir::Program> program = buildExpression(rest);
-      if (!program) return true;
-      if (word == ":opt") optimize(*program, device_ != nullptr);
-      out_ << ir::printIr(*program);
-    } else if (word == ":llvm" || word == ":ptx") {
-      std::unique_ptr<ir::Program> program = buildExpression(rest);
-      if (!program) return true;
-      optimize(*program, word == ":ptx" || device_ != nullptr);
-      out_ << relocate(printKernels(*program, word == ":ptx", options_.gpuArch));
+      out_ << compileExpression(rest, Purpose::Check).outputs().at(0).type.str() << "\n";
+    } else if (word == ":ir") {
+      out_ << compileExpression(rest, Purpose::Check).emit("ir");
+    } else if (word == ":opt" || word == ":llvm") {
+      out_ << relocate(compileExpression(rest, Purpose::Run).emit(word.substr(1)));
+    } else if (word == ":ptx") {
+      out_ << relocate(compileExpression(rest, Purpose::PlaceForDevice).emit("ptx"));
     } else if (word == ":explain") {
-      std::unique_ptr<ir::Program> program = buildExpression(rest);
-      if (!program) return true;
-      opt::PlacementReasons reasons;
-      optimize(*program, true, &reasons);
-      out_ << relocate(explainPlacement(*program, reasons));
+      out_ << relocate(compileExpression(rest, Purpose::PlaceForDevice).explainPlacement());
     } else if (word == ":time") {
       time(rest);
     } else {
@@ -474,18 +456,15 @@ private:
 
   void time(const std::string &expression) {
     auto start = Clock::now();
-    std::unique_ptr<ir::Program> program = buildExpression(expression);
-    if (!program) return;
-    optimize(*program, device_ != nullptr);
-    runtime::Session session(*program, device_.get());
+    api::Program program = compileExpression(expression, Purpose::Run);
     std::map<std::string, runtime::Tensor> inputs = keptValues();
-    session.step(inputs); // kernels compiled (or read from the cache) here
+    program.run(inputs); // kernels compiled (or read from the cache) here
     double first = std::chrono::duration<double>(Clock::now() - start).count();
     double best = 1e30, total = 0;
     int runs = 0;
     while (runs < 3 || (total < 0.5 && runs < 1000)) {
       auto begin = Clock::now();
-      session.step(inputs);
+      program.run(inputs);
       double seconds = std::chrono::duration<double>(Clock::now() - begin).count();
       best = std::min(best, seconds);
       total += seconds;
@@ -542,7 +521,7 @@ private:
   ReplOptions options_;
   std::ostream &out_;
   std::ostream &err_;
-  std::unique_ptr<runtime::Device> device_;
+  std::shared_ptr<runtime::Device> device_;
   std::vector<Entry> entries_;
   std::string lastSource_;
   int lastOffset_ = 0;

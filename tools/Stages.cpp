@@ -2,12 +2,9 @@
 
 #include "codegen/Kernel.h"
 #include "ir/ScalarGraph.h"
-#include "runtime/ConstantEvaluator.h"
 #include "runtime/Print.h"
-#include "runtime/cuda/CudaDevice.h"
 
 #include <cstdio>
-#include <iostream>
 #include <map>
 #include <set>
 #include <span>
@@ -74,21 +71,6 @@ void printNamed(std::ostream &out, const std::string &name, const runtime::Tenso
     if (c == '\n') out << std::string(prefix.size(), ' ');
   }
   out << "\n";
-}
-
-opt::OptimizerProfile optimizeProgram(ir::Program &program, opt::OptimizerOptions options,
-                                      opt::PlacementReasons *placement) {
-  options.evaluate = runtime::evaluateConstant;
-  options.log = &std::cerr;
-  options.placement = placement;
-  return opt::optimize(program, options);
-}
-
-void describeDevice(opt::CostModel &model, const runtime::Device *device) {
-  std::optional<runtime::GpuAttributes> gpu = device ? device->gpuAttributes() : std::nullopt;
-  if (!gpu) return;
-  model.refineDevice(gpu->multiprocessors, gpu->computeMajor, gpu->computeMinor, gpu->clockHz,
-                     gpu->memoryClockHz, gpu->memoryBusBits);
 }
 
 /// --explain-placement: each node in order, where it runs, and why.
@@ -171,29 +153,6 @@ std::string printKernels(const ir::Program &program, bool ptx, const std::string
   else if (ptx)
     out << "\n" << codegen::emitPtx(module, gpuArch);
   return out.str();
-}
-
-std::unique_ptr<runtime::Device> openDevice(const std::string &name, std::string &why) {
-  why = "asked for";
-  if (name == "sim") return runtime::makeSimDevice();
-  if (name == "cuda") {
-    try {
-      return runtime::cuda::openCudaDevice();
-    } catch (ir::UserError &error) {
-      error.message =
-          "--device=cuda: " + error.message + "; --device=sim runs the device pipeline on the CPU";
-      throw;
-    }
-  }
-  if (name != "auto") return nullptr;
-  try {
-    std::unique_ptr<runtime::Device> device = runtime::cuda::openCudaDevice();
-    why = "auto: a CUDA driver and GPU answered";
-    return device;
-  } catch (const ir::UserError &error) {
-    why = "auto: " + error.message;
-    return nullptr;
-  }
 }
 
 } // namespace tg::tools

@@ -10,14 +10,10 @@
 //
 // Exit codes: 0 success, 1 a user error in the script or its inputs, 2 bad usage, 3 an internal error.
 #include "codegen/Kernel.h"
-#include "frontend/AstPrinter.h"
 #include "frontend/Diagnostics.h"
-#include "frontend/GraphBuilder.h"
-#include "frontend/ModuleLoader.h"
 #include "ir/Npy.h"
-#include "ir/Printers.h"
 #include "opt/Pipeline.h"
-#include "runtime/Session.h"
+#include "tools/Api.h"
 #include "tools/Repl.h"
 #include "tools/Stages.h"
 
@@ -276,66 +272,35 @@ Options parseOptions(int argc, char **argv) {
   return options;
 }
 
-/// Runs the optimizer over the program as the options say; returns its profile.
-opt::OptimizerProfile optimizeProgram(ir::Program &program, const Options &options,
-                                      opt::PlacementReasons *placement = nullptr) {
-  if (!options.optimize) return {};
-  return tools::optimizeProgram(program, options.optimizer, placement);
+/// The library's options for what the command line asks (the device is the caller's to open or not).
+api::Options libraryOptions(const Options &options) {
+  api::Options library;
+  library.optimize = options.optimize;
+  library.optimizer = options.optimizer;
+  library.gpuArch = options.gpuArch;
+  library.kernelCache = options.kernelCache;
+  return library;
 }
 
-/// The "placement" member of --emit=json: the lift's strategy and what its placement costs under the cost
-/// model (recorded by the optimizer once transfers are final).
-std::string placementJson(const opt::OptimizerProfile &profile, const std::string &strategy) {
-  double seconds = 0, bytes = 0, transfers = 0;
-  for (const opt::PassProfile &pass : profile.passes) {
-    auto detail = [&](const char *name, double &into) {
-      auto found = pass.details.find(name);
-      if (found != pass.details.end()) into = found->second;
-    };
-    detail("estimated seconds", seconds);
-    detail("estimated transfer bytes", bytes);
-    detail("estimated transfers", transfers);
-  }
-  char text[256];
-  std::snprintf(
-      text, sizeof text,
-      "{\"strategy\": \"%s\", \"estimated_seconds\": %.6g, \"transfer_bytes\": %.17g, \"transfers\": %.0f}",
-      strategy.c_str(), seconds, bytes, transfers);
-  return text;
-}
-
-int compile(Options options, frontend::DiagnosticEngine &diags) {
+int compile(const Options &options) {
+  api::Source source = api::Source::file(options.file);
   std::string text;
-  options.optimizer.pricePlacement = options.emit == "json";
   if (options.emit == "ast") {
-    frontend::ModuleLoader loader(diags, {});
-    const frontend::Module *module = loader.loadScript(options.file);
-    if (!module || diags.hasErrors()) return 1;
-    text = frontend::printAst(*module);
+    text = api::printAst(source);
   } else {
-    std::unique_ptr<ir::Program> program = frontend::compileScript(options.file, diags);
-    if (!program) return 1;
+    api::Options library = libraryOptions(options);
+    // Compiling for sim or cuda places the graph as for a device without opening one: PTX is text.
+    library.placeForDevice = options.optimizer.device;
     // --emit=ir shows the graph as built, unless a stopping point asks for the graph after it.
-    bool optimize = options.emit != "ir" || !options.optimizer.stopAfter.empty() || options.optProfile ||
-                    options.explainPlacement;
-    opt::PlacementReasons reasons;
-    opt::OptimizerProfile profile =
-        optimize ? optimizeProgram(*program, options, &reasons) : opt::OptimizerProfile{};
+    library.optimize = options.optimize && (options.emit != "ir" || !options.optimizer.stopAfter.empty() ||
+                                            options.optProfile || options.explainPlacement);
+    api::Program program = api::Program::compile(source, library);
     if (options.explainPlacement) {
-      std::cout << tools::explainPlacement(*program, reasons);
+      std::cout << program.explainPlacement();
       return 0;
     }
-    std::vector<std::pair<std::string, std::string>> jsonMembers;
-    if (options.emit == "json" && options.optimizer.device)
-      jsonMembers.emplace_back("placement", placementJson(profile, options.optimizer.lift));
-    if (options.optProfile) jsonMembers.emplace_back("profile", opt::profileJson(profile));
-    if (options.emit == "llvm" || options.emit == "ptx")
-      text = tools::printKernels(*program, options.emit == "ptx", options.gpuArch);
-    else
-      text = options.emit == "json"  ? ir::printJson(*program, jsonMembers)
-             : options.emit == "dot" ? ir::printDot(*program)
-                                     : ir::printIr(*program);
-    if (options.optProfile && options.emit != "json") std::cerr << opt::formatProfile(profile);
+    text = program.emit(options.emit, options.optProfile);
+    if (options.optProfile && options.emit != "json") std::cerr << opt::formatProfile(program.profile());
   }
   if (options.outputFile.empty()) {
     std::cout << text;
@@ -343,58 +308,45 @@ int compile(Options options, frontend::DiagnosticEngine &diags) {
   }
   std::ofstream out(options.outputFile, std::ios::binary);
   out << text;
-  if (!out) {
-    diags.error({}, "cannot write '" + options.outputFile + "'");
-    return 1;
-  }
+  if (!out) throw ir::UserError("cannot write '" + options.outputFile + "'");
   return 0;
 }
 
-/// The cost model prices the run's own sizes: each symbolic dimension of an input takes its size from the
-/// array given for it (a mismatch is reported when the program runs).
-void bindDims(const ir::Program &program, const std::map<std::string, runtime::Tensor> &inputs,
-              opt::CostModel &model) {
-  for (const auto &input : program.inputs) {
-    auto given = inputs.find(input.name);
-    if (given == inputs.end()) continue;
-    const ir::Shape &shape = input.value->type().shape;
-    const std::vector<int64_t> &sizes = given->second.shape();
-    for (size_t d = 0; d < shape.size() && d < sizes.size(); ++d)
-      if (!shape[d].isStatic()) model.dims.emplace(shape[d].symbol(), sizes[d]);
-  }
+/// Whether `ports` has one named `name`.
+bool hasPort(const std::vector<api::Port> &ports, const std::string &name) {
+  for (const api::Port &port : ports)
+    if (port.name == name) return true;
+  return false;
 }
 
 int run(const Options &options, frontend::DiagnosticEngine &diags) {
-  std::unique_ptr<ir::Program> program = frontend::compileScript(options.file, diags);
-  if (!program) return 1;
-  std::string why;
-  std::unique_ptr<runtime::Device> device = tools::openDevice(options.device, why);
+  api::Source source = api::Source::file(options.file);
+  diags.addSource(source.name, source.text); // for the errors about --in and --out below
+  api::OpenedDevice device = api::openDevice(options.device);
   if (options.verbose)
-    std::cerr << "tgc: device " << (device ? device->describe() : "cpu") << " (" << why << ")\n";
-  std::map<std::string, runtime::Tensor> inputs;
-  for (const auto &[name, path] : options.inputs)
+    std::cerr << "tgc: device " << (device.device ? device.device->describe() : "cpu") << " (" << device.why
+              << ")\n";
+  api::Program::Values inputs;
+  api::Options library = libraryOptions(options);
+  library.device = device.device;
+  for (const auto &[name, path] : options.inputs) {
     inputs[name] = runtime::Tensor::fromData(ir::loadNpy(path));
-  Options placed = options;
-  placed.optimizer.device = device != nullptr;
-  bindDims(*program, inputs, placed.optimizer.costModel);
-  tools::describeDevice(placed.optimizer.costModel, device.get());
-  optimizeProgram(*program, placed);
-  for (const auto &[name, path] : options.outputs) {
-    bool known = false;
-    for (const auto &output : program->outputs)
-      known |= output.name == name;
-    for (const auto &param : program->params)
-      known |= param.name == name;
-    if (!known)
-      throw ir::UserError("--out " + name + ": the script has no output or param named '" + name + "'");
+    library.inputShapes[name] = inputs[name].shape(); // the cost model prices the run's own sizes
   }
-  runtime::Session session(*program, device.get());
+  api::Program program = api::Program::compile(source, library);
+  for (const auto &[name, path] : options.outputs)
+    if (!hasPort(program.outputs(), name) && !hasPort(program.params(), name))
+      throw ir::UserError("--out " + name + ": the script has no output or param named '" + name + "'");
+  for (const api::Port &input : program.inputs())
+    if (!inputs.count(input.name))
+      throw ir::UserError("missing input '" + input.name + "': pass it with --in " + input.name + "=FILE.npy",
+                          input.loc);
   std::vector<runtime::Tensor> results;
   for (long step = 1; step <= options.steps; ++step) {
-    results = session.step(inputs);
+    results = program.step(inputs);
     if (options.printEvery > 0 && step % options.printEvery == 0)
-      for (size_t i = 0; i < program->outputs.size(); ++i)
-        tools::printNamed(std::cout, "step " + std::to_string(step) + ": " + program->outputs[i].name,
+      for (size_t i = 0; i < program.outputs().size(); ++i)
+        tools::printNamed(std::cout, "step " + std::to_string(step) + ": " + program.outputs()[i].name,
                           results[i]);
   }
   auto saved = [&](const std::string &name) -> const std::string * {
@@ -402,21 +354,22 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
       if (outName == name) return &path;
     return nullptr;
   };
-  for (size_t i = 0; i < program->outputs.size() && i < results.size(); ++i) {
-    const std::string &name = program->outputs[i].name;
+  for (size_t i = 0; i < program.outputs().size() && i < results.size(); ++i) {
+    const std::string &name = program.outputs()[i].name;
     if (const std::string *path = saved(name))
       ir::saveNpy(*path, results[i].toData());
     else
       tools::printNamed(std::cout, name, results[i]);
   }
-  for (const auto &param : program->params)
-    if (const std::string *path = saved(param.name)) ir::saveNpy(*path, session.param(param.name).toData());
+  for (const api::Port &param : program.params())
+    if (const std::string *path = saved(param.name)) ir::saveNpy(*path, program.param(param.name).toData());
   if (options.verbose) {
-    runtime::TransferStats transfers = session.transfers();
+    runtime::TransferStats transfers = program.transfers();
     std::cerr << "tgc: transfers: " << transfers.toDevice << " to the device, " << transfers.toHost
               << " to the host, " << transfers.bytes << " bytes\n";
     codegen::KernelCacheStats cache = codegen::kernelCacheStats();
-    if (device && !device->report().empty()) std::cerr << device->report() << "\n";
+    if (program.device() && !program.device()->report().empty())
+      std::cerr << program.device()->report() << "\n";
     std::cerr << "tgc: kernel cache " << codegen::describeKernelCache() << ": " << cache.diskHits << " hits, "
               << cache.diskMisses << " misses, " << cache.diskWrites << " writes, " << cache.corruptEntries
               << " corrupt entries\n";
@@ -455,10 +408,16 @@ int main(int argc, char **argv) {
     Options options = parseOptions(argc, argv);
     if (!options.kernelCache) codegen::setKernelCacheDirectory(std::nullopt);
     if (options.command == "repl") return repl(options, isatty(STDIN_FILENO) && isatty(STDOUT_FILENO));
-    return options.command == "run" ? run(options, diags) : compile(options, diags);
+    return options.command == "run" ? run(options, diags) : compile(options);
   } catch (const UsageError &error) {
     std::cerr << "tgc: error: " << error.message << "\n"
               << "Run 'tgc --help' for usage.\n";
+    return 2;
+  } catch (const api::Error &error) {
+    std::cout.flush();
+    std::cerr << error.text;
+    if (error.kind != api::Error::Kind::Usage) return 1;
+    std::cerr << "Run 'tgc --help' for usage.\n";
     return 2;
   } catch (const ir::UserError &error) {
     std::cout.flush();

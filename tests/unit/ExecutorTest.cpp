@@ -146,6 +146,29 @@ TEST(ExecutorTest, SessionAppliesUpdatesAfterEachStep) {
   EXPECT_EQ(values(session.param("w")), std::vector<double>{4});
 }
 
+TEST(ExecutorTest, SessionRunsWithoutUpdatesAndTakesNewParams) {
+  auto program = counterProgram();
+  tg::runtime::Session session(*program);
+  Tensor x = f32({3}, {1, 2, 3});
+  EXPECT_EQ(values(session.step({{"X", x}}, /*applyUpdates=*/false)[0]), std::vector<double>{12});
+  EXPECT_EQ(values(session.param("w")), std::vector<double>{2});
+  session.setParam("w", f32({}, {5}));
+  EXPECT_EQ(values(session.step({{"X", x}})[0]), std::vector<double>{30});
+  EXPECT_EQ(values(session.param("w")), std::vector<double>{6});
+  auto setError = [&](const std::string &name, const Tensor &value) {
+    try {
+      session.setParam(name, value);
+    } catch (const UserError &error) {
+      return error.message;
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(setError("w", f32({1}, {1})), "param 'w' has shape () (f32), not (1,)");
+  EXPECT_EQ(setError("w", Tensor::empty(DType::F64, {})), "param 'w' has dtype f32 (f32), not f64");
+  EXPECT_EQ(setError("v", f32({}, {1})), "unknown param 'v'; the script's params are: w");
+  EXPECT_EQ(values(session.param("w")), std::vector<double>{6});
+}
+
 TEST(ExecutorTest, SessionReportsBadInputNames) {
   auto program = counterProgram();
   tg::runtime::Session session(*program);
@@ -158,7 +181,7 @@ TEST(ExecutorTest, SessionReportsBadInputNames) {
     return std::string("(no error)");
   };
   Tensor x = f32({3}, {1, 2, 3});
-  EXPECT_EQ(stepError({}), "missing input 'X': pass it with --in X=FILE.npy");
+  EXPECT_EQ(stepError({}), "missing input 'X', declared f32[n]");
   EXPECT_EQ(stepError({{"X", x}, {"Z", x}}), "unknown input 'Z'; the script's inputs are: X");
   EXPECT_EQ(stepError({{"X", f32({3, 1}, {1, 2, 3})}}),
             "input 'X' has shape (3, 1), but the script declares f32[n]");

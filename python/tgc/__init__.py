@@ -1,0 +1,137 @@
+"""tgc from Python: compile .tg scripts, run them on NumPy arrays, train their params.
+
+    import numpy as np, tgc
+    program = tgc.compile("examples/logreg.tg")
+    for _ in range(200):
+        out = program.step(X=X, y=y)          # runs, then applies the updates
+    print(out["loss"], program.params["w"])
+
+docs/python.md is the reference. Every error is a tgc.Error whose str() is what the tgc command prints.
+"""
+
+import collections.abc
+import os
+from typing import NamedTuple, Tuple, Union
+
+import numpy
+
+from . import _tgc
+from ._tgc import CompileError, DeviceError, Error, InputError, RunError, UsageError
+
+__version__ = _tgc.__version__
+__all__ = ["compile", "Program", "Spec", "Params", "Error", "CompileError", "InputError", "DeviceError",
+           "RunError", "UsageError"]
+
+
+class Spec(NamedTuple):
+    """An input, output or param as the script declares it: a shape's dimension is its size, or the name of a
+    symbolic dimension (bound by each call's inputs)."""
+    name: str
+    dtype: numpy.dtype
+    shape: Tuple[Union[int, str], ...]
+
+
+def _usage_error(message):
+    """A tgc.UsageError raised here, with the attributes of those the library raises."""
+    error = UsageError("tgc: error: " + message)
+    error.message, error.file, error.line, error.column = message, None, None, None
+    return error
+
+
+def _specs(described):
+    return {name: Spec(name, dtype, shape) for name, dtype, shape in described}
+
+
+class Params(collections.abc.Mapping):
+    """A program's params by name. Reading gives the current value (a read-only array: assign to change it);
+    assigning checks the dtype and shape against the param's and copies the value."""
+
+    def __init__(self, native):
+        self._native = native
+        self.specs = _specs(native.params)
+
+    def __getitem__(self, name):
+        return self._native.param(name)  # an unknown name is a tgc.InputError naming the params
+
+    def __contains__(self, name):
+        return name in self.specs
+
+    def get(self, name, default=None):
+        return self[name] if name in self.specs else default
+
+    def __setitem__(self, name, value):
+        self._native.set_param(name, value)
+
+    def update(self, values=(), **more):
+        """Assigns several params: a mapping or (name, value) pairs, and keywords."""
+        pairs = values.items() if isinstance(values, collections.abc.Mapping) else values
+        for name, value in list(pairs) + list(more.items()):
+            self[name] = value
+
+    def __iter__(self):
+        return iter(self.specs)
+
+    def __len__(self):
+        return len(self.specs)
+
+    def __repr__(self):
+        return "Params({%s})" % ", ".join("%r: %r" % (name, self[name]) for name in self.specs)
+
+
+class Program:
+    """A compiled script with its state (the params). Call it to run once; step() also applies the updates.
+
+    program.inputs and program.outputs map names to Specs, in the script's order; program.params maps each
+    param's name to its current value (and describes them in program.params.specs).
+    """
+
+    def __init__(self, native):
+        self._native = native
+        self.inputs = _specs(native.inputs)
+        self.outputs = _specs(native.outputs)
+        self.params = Params(native)
+
+    def __call__(self, **inputs):
+        """Runs the script on the inputs (NumPy arrays, or values NumPy converts) without applying the updates;
+        returns {output name: array}."""
+        return self._native.run(inputs, False)
+
+    def step(self, **inputs):
+        """As calling the program, then applies the updates, all at once."""
+        return self._native.run(inputs, True)
+
+    def emit(self, stage):
+        """A stage of the compiled script as `tgc compile --emit=STAGE` prints it: "ast", "ir" (the graph as
+        built), "opt", "json", "dot", "llvm" or "ptx"."""
+        return self._native.emit(stage)
+
+    def explain(self):
+        """Each node in order, where it runs and why (`tgc compile --explain-placement`)."""
+        return self._native.explain()
+
+    @property
+    def device(self):
+        """The device it runs on, as tgc describes it ("cpu", "sim", "cuda: NVIDIA H100 ...")."""
+        return self._native.device
+
+    def __repr__(self):
+        return "<tgc.Program %s on %s: inputs %s, outputs %s, params %s>" % (
+            self._native.source, self.device, list(self.inputs), list(self.outputs), list(self.params))
+
+
+def compile(path_or_source, device="auto", **options):
+    """Compiles a script: a path (a str without a newline, or an os.PathLike), or source text (a str with a
+    newline). device is "auto" (a CUDA GPU when a driver and a GPU answer, else the CPU), "cpu", "sim" (the
+    simulated device) or "cuda". Options are the command line's, in Python's spelling: lift ("global",
+    "local", "cost"), opt_include, opt_exclude (a pass name or a list of them), stop_after, print_after,
+    verify_each, optimize (False: -O0), no_cache, gpu_arch ("sm_90"), cost_model (a JSON file), dims ({name:
+    size} for the cost model)."""
+    if isinstance(path_or_source, os.PathLike):
+        path_or_source, is_path = os.fspath(path_or_source), True
+    elif isinstance(path_or_source, str):
+        is_path = "\n" not in path_or_source
+    else:
+        raise _usage_error("tgc.compile expects a path or source text, got %r" % (path_or_source,))
+    if not isinstance(device, str):
+        raise _usage_error("device expects auto, cpu, sim or cuda, got %r" % (device,))
+    return Program(_tgc.compile(path_or_source, is_path, device, options))

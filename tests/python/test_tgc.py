@@ -1,0 +1,408 @@
+"""The Python module against the command line: the same numbers, the same errors, NumPy arrays without copies.
+
+  PYTHONPATH=build/python TGC=build/tgc /usr/bin/python3 -m pytest tests/python
+"""
+import glob
+import json
+import os
+import re
+import subprocess
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import tgc
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TGC = os.environ.get("TGC", os.path.join(ROOT, "build", "tgc"))
+EXAMPLES = os.path.join(ROOT, "examples")
+DATA = os.path.join(EXAMPLES, "data")
+INPUTS = os.path.join(ROOT, "tests", "lit", "run", "Inputs")
+
+
+def cli(*args):
+    """(exit code, standard output, standard error) of the tgc command."""
+    result = subprocess.run([TGC, *args], capture_output=True, text=True)
+    return result.returncode, result.stdout, result.stderr
+
+
+def cli_values(stdout):
+    """{name: [printed value, ...]} from `name = value` and `step N: name = value` lines."""
+    values = {}
+    for name, value in re.findall(r"^(?:step \d+: )?(\w+) = (\S+)$", stdout, re.M):
+        values.setdefault(name, []).append(value)
+    return values
+
+
+def logreg_data():
+    return np.load(os.path.join(DATA, "logreg_X.npy")), np.load(os.path.join(DATA, "logreg_y.npy"))
+
+
+# ---- training gives the command line's numbers ----
+
+def test_logreg_200_steps_prints_the_clis_loss():
+    code, stdout, stderr = cli("run", os.path.join(EXAMPLES, "logreg.tg"), "--steps", "200",
+                               "--in", "X=" + os.path.join(DATA, "logreg_X.npy"),
+                               "--in", "y=" + os.path.join(DATA, "logreg_y.npy"), "--device", "cpu")
+    assert code == 0, stderr
+    program = tgc.compile(os.path.join(EXAMPLES, "logreg.tg"), device="cpu")
+    X, y = logreg_data()
+    for _ in range(200):
+        out = program.step(X=X, y=y)
+    # The same kernels on the same machine: the same float32, printed to its last digit.
+    assert str(out["loss"]) == cli_values(stdout)["loss"][0]
+
+
+def test_each_step_gives_the_clis_numbers():
+    code, stdout, stderr = cli("run", os.path.join(EXAMPLES, "mlp.tg"), "--steps", "5", "--print-every", "1",
+                               "--in", "X=" + os.path.join(DATA, "spiral_X.npy"),
+                               "--in", "labels=" + os.path.join(DATA, "spiral_y.npy"), "--device", "cpu",
+                               "--out", "W2=/dev/null")
+    assert code == 0, stderr
+    expected = cli_values(stdout)
+    program = tgc.compile(os.path.join(EXAMPLES, "mlp.tg"), device="cpu")
+    X, labels = np.load(os.path.join(DATA, "spiral_X.npy")), np.load(os.path.join(DATA, "spiral_y.npy"))
+    for step in range(5):
+        out = program.step(X=X, labels=labels)
+        assert [str(out["loss"]), str(out["accuracy"])] == [expected["loss"][step], expected["accuracy"][step]]
+
+
+def test_mlp_trained_from_python_classifies_every_point():
+    program = tgc.compile(os.path.join(EXAMPLES, "mlp.tg"))
+    X, labels = np.load(os.path.join(DATA, "spiral_X.npy")), np.load(os.path.join(DATA, "spiral_y.npy"))
+    losses = [float(program.step(X=X, labels=labels)["loss"]) for _ in range(2000)]
+    assert losses[-1] < losses[0] / 10
+    assert float(program(X=X, labels=labels)["accuracy"]) == 1.0
+
+
+def test_run_does_not_apply_updates_and_step_does():
+    program = tgc.compile(os.path.join(EXAMPLES, "logreg.tg"), device="cpu")
+    X, y = logreg_data()
+    w0 = program.params["w"].copy()
+    first, again = program(X=X, y=y)["loss"], program(X=X, y=y)["loss"]
+    assert first == again and np.array_equal(program.params["w"], w0)
+    program.step(X=X, y=y)
+    assert not np.array_equal(program.params["w"], w0)
+    assert program(X=X, y=y)["loss"] < first
+
+
+def test_the_simulated_device_gives_the_cpus_numbers():
+    X, y = logreg_data()
+    results = {}
+    for device in ("cpu", "sim"):
+        program = tgc.compile(os.path.join(EXAMPLES, "logreg.tg"), device=device)
+        for _ in range(20):
+            results[device] = program.step(X=X, y=y)["loss"]
+        assert program.device.startswith(device)
+    np.testing.assert_allclose(results["sim"], results["cpu"], rtol=1e-5)
+
+
+# ---- inputs, outputs and params ----
+
+SCALE = "input x : f32[n]\ninput s : f32\nlet y = x * s\noutput y, x\n"
+
+
+def test_symbolic_dimensions_are_bound_per_call():
+    program = tgc.compile(SCALE)
+    assert program.inputs["x"] == tgc.Spec("x", np.dtype("float32"), ("n",))
+    for n in (5, 7, 0):
+        out = program(x=np.arange(n, dtype=np.float32), s=np.float32(2))
+        np.testing.assert_array_equal(out["y"], 2 * np.arange(n, dtype=np.float32))
+
+
+def test_python_scalars_and_lists_take_the_declared_dtype_within_their_kind():
+    program = tgc.compile(SCALE)
+    np.testing.assert_array_equal(program(x=[1, 2], s=0.5)["y"], np.array([0.5, 1], np.float32))
+    with pytest.raises(tgc.InputError, match=r"input 's' has dtype f64, but the script declares f32"):
+        program(x=[1.0], s=np.float64(2))  # a NumPy value keeps its dtype: no silent conversion
+    with pytest.raises(tgc.InputError):
+        tgc.compile("input i : i32\noutput i\n")(i=2.5)  # a float does not become an integer
+
+
+def test_zero_dimensional_outputs_are_zero_dimensional_arrays():
+    out = tgc.compile("input x : f32[n]\nlet total = sum(x)\noutput total\n")(x=np.ones(4, np.float32))
+    assert isinstance(out["total"], np.ndarray) and out["total"].ndim == 0 and out["total"] == 4
+
+
+def test_well_typed_inputs_are_read_in_place():
+    program = tgc.compile(SCALE)
+    x = np.arange(10, dtype=np.float32)
+    for view in (x, x[::2], x[2:]):  # contiguous, strided and offset views of one buffer
+        out = program(x=view, s=1.0)
+        assert np.shares_memory(out["x"], x), "the input was copied"
+        np.testing.assert_array_equal(out["x"], view)
+    reversed_view = x[::-1]  # a negative stride is copied once, and still read right
+    out = program(x=reversed_view, s=1.0)
+    assert not np.shares_memory(out["x"], x)
+    np.testing.assert_array_equal(out["y"], reversed_view)
+    unaligned = np.arange(41, dtype=np.uint8)[1:].view(np.float32)
+    assert not unaligned.flags.aligned
+    np.testing.assert_array_equal(program(x=unaligned, s=1.0)["y"], unaligned)
+    big_endian = np.arange(3, dtype=">f4")
+    np.testing.assert_array_equal(program(x=big_endian, s=2.0)["y"], [0, 2, 4])
+
+
+def test_outputs_are_arrays_over_tgcs_buffers():
+    program = tgc.compile(SCALE)
+    x = np.arange(4, dtype=np.float32)
+    out = program(x=x, s=3.0)
+    y = out["y"]
+    assert type(y.base).__name__ == "PyCapsule", "the output is not tgc's buffer"
+    assert y.flags.writeable and not np.shares_memory(y, x)
+    y[0] = 42  # a value no one else holds may be written
+    again = program(x=x, s=3.0)["y"]
+    assert not np.shares_memory(again, y) and again[0] == 0
+    del out, program  # an output outlives its program
+    assert y[0] == 42 and y[1] == 3
+
+
+def test_params_read_only_views_assigned_by_value():
+    program = tgc.compile(os.path.join(EXAMPLES, "logreg.tg"))
+    w = program.params["w"]
+    assert list(program.params) == ["w", "b"] and "w" in program.params and "v" not in program.params
+    assert not w.flags.writeable
+    with pytest.raises(ValueError):
+        w[0] = 1
+    new = np.array([1, 2, 3, 4], np.float32)
+    program.params["w"] = new
+    new[0] = 100  # the param took a copy
+    np.testing.assert_array_equal(program.params["w"], [1, 2, 3, 4])
+    program.params.update(b=np.float32(0.5))
+    assert program.params["b"] == 0.5 and program.params.specs["b"].shape == ()
+    with pytest.raises(tgc.InputError, match=r"param 'w' has shape \(4,\) \(f32\[4\]\), not \(3,\)"):
+        program.params["w"] = np.zeros(3, np.float32)
+    with pytest.raises(tgc.InputError, match=r"param 'w' has dtype f32 \(f32\[4\]\), not f64"):
+        program.params["w"] = np.zeros(4, np.float64)
+    with pytest.raises(tgc.InputError, match=r"unknown param 'v'; the script's params are: w, b"):
+        program.params["v"] = 1.0
+    with pytest.raises(tgc.InputError, match=r"unknown param 'v'"):
+        program.params["v"]
+    X, y = logreg_data()
+    program.params["w"] = np.zeros(4, np.float32)
+    program.params["b"] = 0.0
+    fresh = tgc.compile(os.path.join(EXAMPLES, "logreg.tg"))
+    assert program(X=X, y=y)["loss"] == fresh(X=X, y=y)["loss"]  # zeros are logreg's initial values
+
+
+def test_an_update_to_an_input_leaves_the_callers_array_alone():
+    program = tgc.compile("input x : f32[3]\nparam p : f32[3] = zeros([3])\nupdate p = x\noutput p\n")
+    x = np.ones(3, np.float32)
+    program.step(x=x)
+    x[:] = 7
+    np.testing.assert_array_equal(program.params["p"], [1, 1, 1])
+
+
+def test_params_on_the_simulated_device():
+    program = tgc.compile(os.path.join(EXAMPLES, "logreg.tg"), device="sim")
+    program.params["w"] = np.ones(4, np.float32)
+    np.testing.assert_array_equal(program.params["w"], np.ones(4))
+    X, y = logreg_data()
+    program.step(X=X, y=y)
+    assert not np.array_equal(program.params["w"], np.ones(4))
+
+
+# ---- describing and printing ----
+
+def test_describes_inputs_outputs_and_params():
+    program = tgc.compile(os.path.join(EXAMPLES, "mlp.tg"))
+    assert [(s.name, str(s.dtype), s.shape) for s in program.inputs.values()] == [
+        ("X", "float32", ("n", 2)), ("labels", "int64", ("n",))]
+    assert list(program.outputs) == ["loss", "accuracy"]
+    assert program.params.specs["W1"].shape == (2, 64)
+    assert "inputs ['X', 'labels']" in repr(program)
+
+
+def test_emit_prints_what_tgc_compile_prints():
+    path = os.path.join(EXAMPLES, "logreg.tg")
+    program = tgc.compile(path, device="cpu")
+    for stage in ("ast", "ir", "opt", "dot", "llvm"):
+        code, stdout, stderr = cli("compile", path, "--emit=" + stage)
+        assert code == 0, stderr
+        assert program.emit(stage) == stdout, stage
+    graph = json.loads(program.emit("json"))
+    assert graph["nodes"] and "placement" not in graph
+    placed = json.loads(tgc.compile(path, device="sim").emit("json"))
+    assert placed["placement"]["strategy"] == "global"
+    with pytest.raises(tgc.UsageError, match="unknown stage 'asm'; expected ast, ir, opt, json, dot, llvm or ptx"):
+        program.emit("asm")
+
+
+def test_explain_says_where_each_node_runs():
+    path = os.path.join(EXAMPLES, "logreg.tg")
+    code, stdout, stderr = cli("compile", path, "--device=sim", "--explain-placement")
+    assert code == 0, stderr
+    assert tgc.compile(path, device="sim").explain() == stdout
+    assert "device" in stdout
+
+
+def test_options_are_the_command_lines():
+    path = os.path.join(EXAMPLES, "logreg.tg")
+    code, stdout, _ = cli("compile", path, "--emit=opt", "--opt-exclude=fusion")
+    assert tgc.compile(path, opt_exclude="fusion").emit("opt") == stdout
+    assert tgc.compile(path, opt_exclude=["fusion"], no_cache=True).emit("opt") == stdout
+    code, stdout, _ = cli("compile", path, "--emit=ir", "--stop-after=canonicalize")
+    assert tgc.compile(path, stop_after="canonicalize").emit("ir") == stdout
+    code, stdout, _ = cli("compile", path, "--emit=opt", "-O0")
+    assert tgc.compile(path, optimize=False).emit("opt") == stdout
+    cost = tgc.compile(path, device="sim", lift="cost", dims={"n": 1000000})
+    assert json.loads(cost.emit("json"))["placement"]["strategy"] == "cost"
+    X, y = logreg_data()
+    assert cost.step(X=X, y=y)["loss"] > 0
+
+
+# ---- errors: the command line's text, as exceptions ----
+
+COMPILE_ERRORS = sorted(path for path in glob.glob(os.path.join(ROOT, "tests", "lit", "errors", "*.tg"))
+                        if "RUN: not %tgc compile %s" in open(path).read())
+
+
+@pytest.mark.parametrize("path", COMPILE_ERRORS, ids=os.path.basename)
+def test_every_script_error_of_the_cli_is_a_compile_error_with_its_text(path):
+    code, _, stderr = cli("compile", path, "--emit=opt")
+    assert code == 1
+    with pytest.raises(tgc.CompileError) as caught:
+        tgc.compile(path)
+    error = caught.value
+    assert str(error) == stderr.rstrip("\n")
+    first = stderr.splitlines()[0]
+    location = re.match(r"(.*):(\d+):(\d+): error: (.*)", first)
+    if location:
+        assert (error.file, error.line, error.column) == (location[1], int(location[2]), int(location[3]))
+        assert error.message == location[4]
+    else:
+        assert error.line is None and error.message in first
+
+
+def test_errors_in_source_text_are_located_in_it():
+    with pytest.raises(tgc.CompileError) as caught:
+        tgc.compile("input x : f32[3]\nlet y = x +\noutput y\n")
+    assert (caught.value.file, caught.value.line) == ("<string>", 2)
+    assert "let y = x +" in str(caught.value)
+
+
+def test_a_missing_script_is_a_compile_error():
+    with pytest.raises(tgc.CompileError, match=r"cannot read 'no/such.tg'"):
+        tgc.compile("no/such.tg")
+    code, _, stderr = cli("run", "no/such.tg")
+    assert code == 1 and "cannot read 'no/such.tg'" in stderr
+
+
+def test_input_errors_have_the_clis_text():
+    program = tgc.compile(os.path.join(INPUTS, "columns.tg"))
+    X = np.load(os.path.join(INPUTS, "x43.npy"))
+    y4, y5 = np.load(os.path.join(INPUTS, "y4.npy")), np.load(os.path.join(INPUTS, "y5.npy"))
+    cases = [
+        ({"X": X, "y": y5}, ["--in", "X=x43.npy", "--in", "y=y5.npy"]),
+        ({"X": X, "y": y4.astype(np.float64)}, ["--in", "X=x43.npy", "--in", "y=y4f64.npy"]),
+        ({"X": X, "y": y4, "z": y4}, ["--in", "X=x43.npy", "--in", "y=y4.npy", "--in", "z=y4.npy"]),
+    ]
+    for inputs, args in cases:
+        args = [a if a == "--in" else a.split("=")[0] + "=" + os.path.join(INPUTS, a.split("=")[1]) for a in args]
+        code, _, stderr = cli("run", os.path.join(INPUTS, "columns.tg"), "--device", "cpu", *args)
+        assert code == 1
+        with pytest.raises(tgc.InputError) as caught:
+            program(**inputs)
+        assert str(caught.value) == stderr.rstrip("\n")
+        assert isinstance(caught.value, ValueError)
+    with pytest.raises(tgc.InputError, match=r"missing input 'y', declared f32\[n\]") as caught:
+        program(X=X)
+    assert caught.value.line == 2 and "input y : f32[n]" in str(caught.value)
+    with pytest.raises(tgc.InputError, match=r"input 'y' has dtype float16, which tgc does not have"):
+        program(X=X, y=y4.astype(np.float16))
+    with pytest.raises(tgc.InputError, match=r"dtype object"):
+        program(X=X, y=np.array([object()] * 4))
+
+
+def test_run_errors_are_located():
+    program = tgc.compile("input a : f32[n]\nlet b = reshape(a, [2, -1])\noutput b\n")
+    with pytest.raises(tgc.RunError, match=r"cannot reshape array of size 3 into shape \(2, -1\)") as caught:
+        program(a=np.zeros(3, np.float32))
+    assert (caught.value.line, caught.value.column) == (2, 9)
+    assert program(a=np.zeros(4, np.float32))["b"].shape == (2, 2)  # the program goes on after an error
+
+
+def test_bad_options_are_usage_errors():
+    path = os.path.join(EXAMPLES, "logreg.tg")
+    cases = [
+        (dict(lift="fast"), "unknown lift strategy 'fast'; expected global, local or cost"),
+        (dict(stop_after="nope"), "unknown pass 'nope' for stop-after; passes: merge, "),
+        (dict(opt_exclude=["fusion", 3]), "opt_exclude expects a pass name or a list of them"),
+        (dict(gpu_arch="volta"), "unknown GPU architecture 'volta'; expected sm_XX"),
+        (dict(no_cache="yes"), "no_cache expects True or False"),
+        (dict(dims={"n": -1}), "dims expects names and non-negative sizes"),
+        (dict(cost_model="/no/such.json"), "cost_model: "),
+        (dict(speed=11), "compile\\(\\) got an unexpected option 'speed'"),
+        (dict(device="tpu"), "unknown device 'tpu'; expected auto, cpu, sim or cuda"),
+        (dict(device=None), "device expects auto, cpu, sim or cuda"),
+    ]
+    for options, message in cases:
+        with pytest.raises(tgc.UsageError, match=message):
+            tgc.compile(path, **options)
+    with pytest.raises(tgc.UsageError, match="expects a path or source text"):
+        tgc.compile(42)
+
+
+def test_an_absent_gpu_is_a_device_error():
+    code, _, stderr = cli("run", os.path.join(EXAMPLES, "logreg.tg"), "--device", "cuda")
+    if code == 0:
+        pytest.skip("a CUDA GPU answers on this machine")
+    with pytest.raises(tgc.DeviceError) as caught:
+        tgc.compile(os.path.join(EXAMPLES, "logreg.tg"), device="cuda")
+    assert str(caught.value) == stderr.rstrip("\n")
+
+
+def test_every_error_is_a_tgc_error():
+    for kind in (tgc.CompileError, tgc.InputError, tgc.DeviceError, tgc.RunError, tgc.UsageError):
+        assert issubclass(kind, tgc.Error)
+
+
+def test_garbage_never_crashes_the_interpreter():
+    rng = np.random.default_rng(7)
+    alphabet = list("input let output param update def grad ( ) [ ] , : = + - * / @ x y f32 i64 1 2.5 \n # .")
+    for _ in range(300):
+        source = "".join(rng.choice(alphabet, size=rng.integers(1, 40))) + "\n"
+        try:
+            program = tgc.compile(source)
+            program(**{name: np.ones([2 if isinstance(d, str) else d for d in spec.shape], spec.dtype)
+                       for name, spec in program.inputs.items()})
+        except tgc.Error:
+            pass
+
+
+# ---- threads ----
+
+def test_kernels_run_without_the_gil():
+    program = tgc.compile("input a : f32[n, n]\nlet b = sort(a @ a, axis=1)\noutput b\n", device="cpu")
+    a = np.random.default_rng(0).standard_normal((1500, 1500)).astype(np.float32)
+    program(a=a[:8, :8])  # compiled and warm
+    ticks = 0
+    worker = threading.Thread(target=lambda: [program(a=a) for _ in range(3)])
+    worker.start()
+    while worker.is_alive():
+        ticks += 1
+        time.sleep(0)
+    worker.join()
+    assert ticks > 100, "the main thread did not run while kernels did: %d ticks" % ticks
+
+
+def test_calls_from_threads_give_each_its_own_answer():
+    program = tgc.compile(SCALE)
+    results, errors = {}, []
+
+    def work(k):
+        try:
+            for _ in range(50):
+                out = program(x=np.full(1000, k, np.float32), s=2.0)
+                assert np.all(out["y"] == 2 * k)
+            results[k] = True
+        except Exception as error:  # reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors and len(results) == 4

@@ -4,10 +4,14 @@
 Blocks are fenced with a language:
   tg        a script. With a first line `# run: ARGS` it must pass `tgc run SCRIPT ARGS`; with `# error` it must
             fail with exit code 1 and a located message; otherwise it must compile (`tgc compile --emit=opt`).
-  console   `$ COMMAND` lines run in the repository root with bash (tgc on the PATH), each followed by the output
-            it must print (standard output and error together).
+  console   `$ COMMAND` lines run in the repository root with bash (tgc, and the python3 running this check, first
+            on the PATH), each followed by the output it must print (standard output and error together).
   repl      `tg> ` and `... ` lines are typed into `tgc repl --device=cpu`; the other lines are its output. The
             REPL blocks of one page are one session: each block is checked after the ones before it.
+  pycon     `>>> ` and `... ` lines (a bare `...` ends an indented block) are typed into Python with the tgc
+            module (BUILD/python, BUILD being tgc's folder) on its path, in the repository root; the other lines
+            are what it prints. The pycon blocks of one page are one session, as the REPL's are. Skipped, and
+            said so, when the module was not built.
   text      not code (synopses): not run.
 Expected output is matched line by line: `...` stands for any number of lines, `{{NAME}}` for any text within a
 line, and numbers compare as numbers (numcheck.py): integers exactly, floats within rtol 1e-5 and atol 1e-6,
@@ -103,7 +107,9 @@ def run_console(tgc, lines, tolerance):
             commands.append((line[2:], []))
         elif commands:
             commands[-1][1].append(line)
-    environment = dict(os.environ, PATH=os.path.dirname(os.path.abspath(tgc)) + os.pathsep + os.environ["PATH"])
+    # tgc, and the python3 running this check (Debian's, with NumPy, for which the module is built), come first.
+    folders = [os.path.dirname(os.path.abspath(tgc)), os.path.dirname(sys.executable), os.environ["PATH"]]
+    environment = dict(os.environ, PATH=os.pathsep.join(folders))
     for command, expected in commands:
         if needs_libdevice(command):
             print("  skipped (no libdevice): %s" % command)
@@ -136,6 +142,37 @@ def run_repl(tgc, lines, session, tolerance):
     return None
 
 
+# Types what it reads into an interactive console, as at the `>>>` prompt, without printing prompts.
+PYCON_DRIVER = """
+import code, sys
+console = code.InteractiveConsole({"__name__": "__main__"})
+for line in sys.stdin.read().split("\\n"):
+    console.push(line)
+"""
+
+
+def run_pycon(tgc, lines, session, tolerance):
+    """Runs the page's Python session so far (`session`: the typed and expected lines of its earlier blocks)."""
+    module = os.path.join(os.path.dirname(tgc), "python")
+    if not os.path.isdir(os.path.join(module, "tgc")):
+        print("  skipped (the Python module was not built): a pycon block")
+        return None
+    typed, expected = session
+    for line in lines:
+        if line.startswith(">>> ") or line.startswith("... ") or line == "...":
+            typed.append(line[4:])
+        else:
+            expected.append(line)
+    environment = dict(os.environ, PYTHONPATH=module)
+    result = subprocess.run([sys.executable, "-u", "-c", PYCON_DRIVER], input="\n".join(typed) + "\n\n",
+                            cwd=ROOT, capture_output=True, text=True, env=environment)
+    actual = (result.stdout + result.stderr).splitlines()
+    if not matches(expected, actual, tolerance):
+        return "typed:\n%s\nexpected:\n%s\ngot:\n%s" % ("\n".join(typed), "\n".join(expected),
+                                                       result.stdout + result.stderr)
+    return None
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tgc", required=True)
@@ -148,7 +185,7 @@ def main():
         if not name.endswith(".md"):
             continue
         path = os.path.join(args.docs, name)
-        session = ([], [])
+        session, python_session = ([], []), ([], [])
         for language, tolerance, line, lines in blocks(path):
             where = "%s:%d (%s)" % (os.path.relpath(path, ROOT), line, language or "no language")
             with tempfile.TemporaryDirectory() as folder:
@@ -158,10 +195,12 @@ def main():
                     problem = run_console(tgc, lines, tolerance)
                 elif language == "repl":
                     problem = run_repl(tgc, lines, session, tolerance)
+                elif language == "pycon":
+                    problem = run_pycon(tgc, lines, python_session, tolerance)
                 elif language == "text":
                     continue
                 else:
-                    problem = "a code block needs a language: tg, console, repl or text"
+                    problem = "a code block needs a language: tg, console, repl, pycon or text"
             if problem:
                 failed += 1
                 print("FAIL %s\n  %s" % (where, problem.replace("\n", "\n  ")))

@@ -302,12 +302,20 @@ api::Options optionsOf(const py::dict &given) {
 class PyProgram {
 public:
   explicit PyProgram(api::Program program) : program_(std::move(program)) {}
+  PyProgram(PyProgram &&other) noexcept : program_(std::move(other.program_)) { other.program_.reset(); }
+  /// Frees the program's memory (host and device) as a call would: one at a time, without the GIL.
+  ~PyProgram() {
+    if (!program_) return;
+    py::gil_scoped_release released;
+    std::lock_guard<std::mutex> lock(tgcMutex);
+    program_.reset();
+  }
 
   py::dict run(const py::dict &inputs, bool step) {
     api::Program::Values values;
     for (auto [key, value] : inputs) {
       std::string name = key.cast<std::string>();
-      const api::Port *port = find(program_.inputs(), name);
+      const api::Port *port = find(program_->inputs(), name);
       if (!port) { // the library says which names it takes
         values[name] = runtime::Tensor::empty(ir::DType::F32, {});
         continue;
@@ -315,41 +323,41 @@ public:
       values[name] = tensorOf(value, *port, "input");
     }
     std::vector<runtime::Tensor> outputs =
-        callTgc([&] { return step ? program_.step(values) : program_.run(values); });
+        callTgc([&] { return step ? program_->step(values) : program_->run(values); });
     values.clear(); // the inputs' owners let go here, under the GIL
     py::dict result;
     for (size_t i = 0; i < outputs.size(); ++i) {
       runtime::Tensor output = std::move(outputs[i]);
-      result[py::str(program_.outputs()[i].name)] = arrayOf(output);
+      result[py::str(program_->outputs()[i].name)] = arrayOf(output);
     }
     return result;
   }
 
   py::array param(const std::string &name) {
-    return arrayOf(callTgc([&] { return program_.param(name); }), /*readOnly=*/true);
+    return arrayOf(callTgc([&] { return program_->param(name); }), /*readOnly=*/true);
   }
 
   void setParam(const std::string &name, py::handle value) {
-    const api::Port *port = find(program_.params(), name);
+    const api::Port *port = find(program_->params(), name);
     if (!port) {
-      callTgc([&] { program_.param(name); }); // raises the library's error naming the params
+      callTgc([&] { program_->param(name); }); // raises the library's error naming the params
       return;
     }
     runtime::Tensor tensor = tensorOf(value, *port, "param");
-    callTgc([&] { program_.setParam(name, tensor); });
+    callTgc([&] { program_->setParam(name, tensor); });
   }
 
   std::string emit(const std::string &stage) {
-    return callTgc([&] { return program_.emit(stage); });
+    return callTgc([&] { return program_->emit(stage); });
   }
   std::string explain() {
-    return callTgc([&] { return program_.explainPlacement(); });
+    return callTgc([&] { return program_->explainPlacement(); });
   }
-  py::list inputs() const { return describe(program_.inputs()); }
-  py::list outputs() const { return describe(program_.outputs()); }
-  py::list params() const { return describe(program_.params()); }
-  std::string source() const { return program_.source().name; }
-  std::string device() const { return program_.device() ? program_.device()->describe() : "cpu"; }
+  py::list inputs() const { return describe(program_->inputs()); }
+  py::list outputs() const { return describe(program_->outputs()); }
+  py::list params() const { return describe(program_->params()); }
+  std::string source() const { return program_->source().name; }
+  std::string device() const { return program_->device() ? program_->device()->describe() : "cpu"; }
 
 private:
   static const api::Port *find(const std::vector<api::Port> &ports, const std::string &name) {
@@ -358,7 +366,7 @@ private:
     return nullptr;
   }
 
-  api::Program program_;
+  std::optional<api::Program> program_; // empty once moved from
 };
 
 PyProgram compile(const std::string &text, bool isPath, const std::string &device, const py::dict &given) {

@@ -289,6 +289,17 @@ def test_a_missing_script_is_a_compile_error():
     assert code == 1 and "cannot read 'no/such.tg'" in stderr
 
 
+def test_what_is_not_a_script_is_refused_as_the_cli_refuses_it(tmp_path):
+    (tmp_path / "m.tg").mkdir()
+    (tmp_path / "s.tg").write_text("import m\nlet x = 1\noutput x\n")
+    for path in (str(tmp_path), "/dev/zero", str(tmp_path / "s.tg")):
+        code, _, stderr = cli("run", path)
+        assert code == 1
+        with pytest.raises(tgc.CompileError) as caught:
+            tgc.compile(path)
+        assert str(caught.value) == stderr.rstrip("\n")
+
+
 def test_input_errors_have_the_clis_text():
     program = tgc.compile(os.path.join(INPUTS, "columns.tg"))
     X = np.load(os.path.join(INPUTS, "x43.npy"))

@@ -280,10 +280,14 @@ void setKernelCacheDirectory(std::optional<std::string> directory);
 /// process's setting: a program compiled without the cache among others that use it. Nests.
 class KernelCacheBypass {
 public:
-  KernelCacheBypass();
+  /// Bypasses the cache while it lives when `active`; does nothing otherwise.
+  explicit KernelCacheBypass(bool active = true);
   ~KernelCacheBypass();
   KernelCacheBypass(const KernelCacheBypass &) = delete;
   KernelCacheBypass &operator=(const KernelCacheBypass &) = delete;
+
+private:
+  bool active_;
 };
 
 struct KernelCacheStats {

@@ -117,7 +117,7 @@ std::optional<std::string> activeDirectory(CacheState &cache) {
   return cache.directory;
 }
 
-/// How many KernelCacheBypass objects live on this thread.
+/// How many active KernelCacheBypass objects live on this thread.
 thread_local int bypasses = 0;
 
 /// The directory, or nullopt when the cache is off (or bypassed on this thread).
@@ -204,11 +204,11 @@ KernelCacheKey kernelCacheKey(const KernelSpec &spec, CachedCode code, const std
       llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(text.data()), text.size()))};
 }
 
-KernelCacheBypass::KernelCacheBypass() {
-  ++bypasses;
+KernelCacheBypass::KernelCacheBypass(bool active) : active_(active) {
+  bypasses += active ? 1 : 0;
 }
 KernelCacheBypass::~KernelCacheBypass() {
-  --bypasses;
+  bypasses -= active_ ? 1 : 0;
 }
 
 std::optional<std::string> readKernelCacheEntry(const KernelCacheKey &key) {

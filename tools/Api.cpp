@@ -190,6 +190,7 @@ struct Program::State {
   /// The program built again from the source (it built once), optimized when `optimize`, recording why
   /// each node is placed where it is in `reasons`.
   std::unique_ptr<ir::Program> rebuild(bool optimize, opt::PlacementReasons *reasons = nullptr) const {
+    codegen::KernelCacheBypass bypass(!options.kernelCache); // constant folding compiles kernels
     Diagnostics quiet(source);
     std::unique_ptr<ir::Program> again = build(source, quiet);
     if (optimize) opt::optimize(*again, optimizerOptions(reasons, nullptr));
@@ -200,8 +201,7 @@ struct Program::State {
   /// disk cache bypassed when the program was compiled without it.
   template <typename Work>
   auto guarded(Error::Kind kind, Work work) -> decltype(work()) {
-    std::optional<codegen::KernelCacheBypass> bypass;
-    if (!options.kernelCache) bypass.emplace();
+    codegen::KernelCacheBypass bypass(!options.kernelCache);
     try {
       return work();
     } catch (const runtime::InputError &error) {
@@ -235,8 +235,7 @@ struct Program::State {
 Program Program::compile(const Source &source, const Options &options) {
   validate(options);
   auto state = std::make_unique<State>(source, options);
-  std::optional<codegen::KernelCacheBypass> bypass; // constant folding compiles kernels too
-  if (!options.kernelCache) bypass.emplace();
+  codegen::KernelCacheBypass bypass(!options.kernelCache); // constant folding compiles kernels too
   state->program = build(state->source, state->diags);
   const ir::Program &built = *state->program;
   state->inputs = portsOf(built.inputs);
@@ -307,8 +306,7 @@ std::string Program::emit(const std::string &stage, bool withProfile) const {
     return ir::printJson(program, members);
   }
   if (stage == "llvm" || stage == "ptx") {
-    std::optional<codegen::KernelCacheBypass> bypass;
-    if (!options.kernelCache) bypass.emplace();
+    codegen::KernelCacheBypass bypass(!options.kernelCache);
     return tools::printKernels(program, stage == "ptx", options.gpuArch);
   }
   usageError("unknown stage '" + stage + "'; expected ast, ir, opt, json, dot, llvm or ptx");

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import threading
 import time
 
@@ -250,6 +251,23 @@ def test_options_are_the_command_lines():
     assert json.loads(cost.emit("json"))["placement"]["strategy"] == "cost"
     X, y = logreg_data()
     assert cost.step(X=X, y=y)["loss"] > 0
+
+
+def test_no_cache_keeps_one_programs_kernels_off_the_disk(tmp_path):
+    script = """
+import numpy as np, os, sys, tgc
+cache = os.path.join(os.environ["XDG_CACHE_HOME"], "tgc")
+entries = lambda: len(os.listdir(cache)) if os.path.isdir(cache) else 0
+tgc.compile("input x : f32[n]\\noutput sin(x) * 3.0 + 1.0\\n", no_cache=True)(x=np.ones(3, np.float32))
+print(entries())
+tgc.compile("input x : f32[n]\\noutput cos(x) * 3.0 + 1.0\\n")(x=np.ones(3, np.float32))
+print(entries())
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env=dict(os.environ, XDG_CACHE_HOME=str(tmp_path)))
+    assert result.returncode == 0, result.stderr
+    without, with_cache = map(int, result.stdout.split())
+    assert without == 0 and with_cache > 0
 
 
 # ---- errors: the command line's text, as exceptions ----

@@ -6,6 +6,7 @@
 //
 //   build/bench/kernels [--repeat 5] [--threads 1,2] [--cases a*b+c,...]
 #include "runtime/Kernels.h"
+#include "runtime/WorkerPool.h"
 
 #include "bench/GraphBuilders.h"
 #include "codegen/Kernel.h"

@@ -8,10 +8,9 @@
 #include "runtime/FusedLaunch.h"
 #include "runtime/KernelSupport.h"
 #include "runtime/Kernels.h"
+#include "runtime/WorkerPool.h"
 
 #include <algorithm>
-#include <atomic>
-#include <thread>
 
 namespace tg::runtime {
 
@@ -19,8 +18,6 @@ namespace {
 
 /// Elements below which a host kernel runs on the calling thread alone (a thread costs more than it saves).
 constexpr int64_t kElementsPerThread = 1 << 16;
-
-std::atomic<int> configuredThreads{0}; // 0: the machine's cores
 
 void check(int32_t code) {
   if (code != codegen::kKernelOk) throw ir::UserError(codegen::kernelErrorMessage(code));
@@ -33,15 +30,11 @@ void runOnThreads(const codegen::KernelSpec &spec, codegen::HostKernel kernel,
     check(codegen::runHostKernel(spec, kernel, args, 0, count));
     return;
   }
-  std::vector<std::thread> workers;
   std::vector<int32_t> codes(static_cast<size_t>(threads), codegen::kKernelOk);
-  for (int64_t t = 0; t < threads; ++t)
-    workers.emplace_back([&, t] {
-      codes[static_cast<size_t>(t)] =
-          codegen::runHostKernel(spec, kernel, args, count * t / threads, count * (t + 1) / threads);
-    });
-  for (std::thread &worker : workers)
-    worker.join();
+  parallelFor(threads, [&](int64_t t) {
+    codes[static_cast<size_t>(t)] =
+        codegen::runHostKernel(spec, kernel, args, count * t / threads, count * (t + 1) / threads);
+  });
   for (int32_t code : codes)
     check(code);
 }
@@ -77,15 +70,6 @@ Tensor runHostReduction(const ir::Op &op, const std::vector<Tensor> &operands, i
 }
 
 } // namespace
-
-void setHostThreads(int threads) {
-  configuredThreads = std::max(threads, 0);
-}
-
-int hostThreads() {
-  int threads = configuredThreads;
-  return threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-}
 
 Tensor evaluateFusedByKernels(const ir::Op &fused, const std::vector<Tensor> &inputs, ir::DType dtype) {
   const ir::ScalarGraph &body = *fused.attrs().body;

@@ -17,10 +17,6 @@ namespace tg::runtime {
 std::vector<Tensor> runOp(const ir::Op &op, const std::vector<Tensor> &inputs,
                           const std::vector<ir::TensorType> &outputTypes);
 
-/// How many threads a host kernel may split its elements across (default: the machine's cores).
-void setHostThreads(int threads);
-int hostThreads();
-
 /// A fused node's program evaluated instruction by instruction with the kernels above, over whole tensors
 /// (then reduced, for a reduction with a prologue), giving `dtype`: the reference the generated kernels are
 /// tested against.

@@ -9,6 +9,7 @@
 #include "ir/SourceLoc.h"
 #include "runtime/KernelSupport.h"
 #include "runtime/Kernels.h"
+#include "runtime/WorkerPool.h"
 
 #include <cmath>
 #include <cstdlib>

@@ -5,6 +5,7 @@
 // output is an array over tgc's buffer, which the array keeps alive. Kernels run with the GIL released, one
 // call into tgc at a time (the runtime is not reentrant); a Python object that a tgc buffer holds is let go
 // under the GIL, never from inside a call.
+#include "runtime/Blas.h"
 #include "runtime/Executor.h"
 #include "tools/Api.h"
 
@@ -418,5 +419,8 @@ PYBIND11_MODULE(_tgc, module) {
       .def_property_readonly("params", &PyProgram::params)
       .def_property_readonly("source", &PyProgram::source)
       .def_property_readonly("device", &PyProgram::device);
+  module.def("blas", &runtime::describeBlas, "The BLAS library matmuls call and the kernels it chose.");
+  module.def("better_blas_core", &runtime::betterBlasCore,
+             "The OpenBLAS core this CPU calls for when the one loaded is older, else None.");
   module.def("compile", &compile, py::arg("text"), py::arg("is_path"), py::arg("device"), py::arg("options"));
 }

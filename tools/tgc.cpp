@@ -13,6 +13,7 @@
 #include "frontend/Diagnostics.h"
 #include "ir/Npy.h"
 #include "opt/Pipeline.h"
+#include "runtime/Blas.h"
 #include "tools/Api.h"
 #include "tools/Repl.h"
 #include "tools/Stages.h"
@@ -325,7 +326,8 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
   api::OpenedDevice device = api::openDevice(options.device);
   if (options.verbose)
     std::cerr << "tgc: device " << (device.device ? device.device->describe() : "cpu") << " (" << device.why
-              << ")\n";
+              << ")\n"
+              << "tgc: BLAS " << runtime::describeBlas() << "\n";
   api::Program::Values inputs;
   api::Options library = libraryOptions(options);
   library.device = device.device;
@@ -388,9 +390,22 @@ int repl(const Options &options, bool terminal) {
   return tools::runRepl(repl, std::cin, std::cout, std::cerr);
 }
 
+/// OpenBLAS chose its kernels when it loaded, before main: when they are older than this CPU (an unknown
+/// newer model gets SSE3 kernels), run again with the core the CPU's features call for. A core the user
+/// names in $OPENBLAS_CORETYPE is kept.
+void chooseBlasKernels(char **argv) {
+  if (std::getenv("OPENBLAS_CORETYPE")) return;
+  std::optional<std::string> core = runtime::betterBlasCore();
+  if (!core) return;
+  setenv("OPENBLAS_CORETYPE", core->c_str(), 1);
+  execv("/proc/self/exe", argv); // returns only when it fails: then go on with the kernels loaded
+  unsetenv("OPENBLAS_CORETYPE");
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
+  chooseBlasKernels(argv);
   std::ios::sync_with_stdio(false);
   frontend::DiagnosticEngine diags(std::cerr);
   try {

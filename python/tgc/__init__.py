@@ -11,6 +11,7 @@ docs/python.md is the reference. Every error is a tgc.Error whose str() is what 
 
 import collections.abc
 import os
+import warnings
 from typing import NamedTuple, Tuple, Union
 
 import numpy
@@ -19,6 +20,13 @@ from . import _tgc
 from ._tgc import CompileError, DeviceError, Error, InputError, RunError, UsageError
 
 __version__ = _tgc.__version__
+
+#: The BLAS library that matrix products call, and the kernels it chose ("OpenBLAS 0.3.21 ... (core SkylakeX)").
+blas = _tgc.blas()
+if _tgc.better_blas_core():
+    warnings.warn("OpenBLAS (loaded with NumPy) runs kernels older than this CPU: %s; matrix products run several "
+                  "times faster with OPENBLAS_CORETYPE=%s set before Python starts (`tgc run` sets it itself)"
+                  % (blas, _tgc.better_blas_core()), RuntimeWarning, stacklevel=2)
 __all__ = ["compile", "Program", "Spec", "Params", "Error", "CompileError", "InputError", "DeviceError",
            "RunError", "UsageError"]
 

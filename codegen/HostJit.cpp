@@ -139,9 +139,10 @@ struct CacheKey {
   Layout layout;
   HostKind kind;
   std::vector<InnerStride> innerStrides;
+  bool blockedOutputs;
   bool operator==(const CacheKey &other) const {
     return layout == other.layout && kind == other.kind && innerStrides == other.innerStrides &&
-           body == other.body;
+           blockedOutputs == other.blockedOutputs && body == other.body;
   }
 };
 struct CacheKeyHash {
@@ -149,7 +150,7 @@ struct CacheKeyHash {
     size_t hash = key.body.hash() * 31 + static_cast<size_t>(key.layout) * 2 + static_cast<size_t>(key.kind);
     for (InnerStride stride : key.innerStrides)
       hash = hash * 3 + static_cast<size_t>(stride);
-    return hash;
+    return hash * 2 + key.blockedOutputs;
   }
 };
 
@@ -195,7 +196,7 @@ public:
               (!spec.body->body.empty() || (spec.body->reduction && spec.body->numInputs() == 1)))
         << "a kernel needs a scalar body (or a reduction of one input)";
     std::lock_guard<std::mutex> lock(mutex);
-    CacheKey key{*spec.body, spec.layout, kind, spec.innerStrides};
+    CacheKey key{*spec.body, spec.layout, kind, spec.innerStrides, spec.blockedOutputs};
     if (auto found = cache.find(key); found != cache.end()) return found->second;
 
     // An object from the disk defines kernelName's symbol: when another body in this process holds that name

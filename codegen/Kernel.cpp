@@ -225,6 +225,7 @@ std::string kernelName(const KernelSpec &spec) {
       static_cast<uint16_t>(spec.body->reduction ? static_cast<uint16_t>(*spec.body->reduction) + 1 : 0));
   for (InnerStride stride : spec.innerStrides) // nothing when empty: names of unspecialized kernels stay
     hash.add(static_cast<uint8_t>(stride));
+  if (spec.blockedOutputs) hash.add(static_cast<uint8_t>(0xb1)); // likewise nothing for the usual order
   char digits[17];
   std::snprintf(digits, sizeof digits, "%016llx", static_cast<unsigned long long>(hash.value()));
   return std::string("tgc_fused_") + digits;

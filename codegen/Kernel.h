@@ -139,6 +139,10 @@ struct KernelSpec {
   /// iteration space (Zero for all where there is none: rank-0 outputs, reductions of no axis). Empty means
   /// Any for every input; other kernels ignore it and want it empty (it is part of every cache key).
   std::vector<InnerStride> innerStrides = {};
+  /// Host Strided reductions: the outputs along the last kept axis are accumulated a block at a time, reduced
+  /// element by reduced element, so that consecutive loads read consecutive outputs' elements. The runtime
+  /// asks for it where the reduced axes are the outer ones in memory (a column sum); part of every cache key.
+  bool blockedOutputs = false;
 };
 
 /// Runs the host kernel compiled for `spec` over output elements [begin, end) of `args`: one call, or for a

@@ -200,6 +200,7 @@ KernelCacheKey kernelCacheKey(const KernelSpec &spec, CachedCode code, const std
       text += stride == InnerStride::Unit ? " unit" : stride == InnerStride::Zero ? " zero" : " any";
     text += "\n";
   }
+  if (spec.blockedOutputs) text += "blocked outputs\n";
   return KernelCacheKey{llvm::SHA256::hash(
       llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(text.data()), text.size()))};
 }

@@ -51,6 +51,23 @@ Tensor runHost(const ir::ScalarGraph &body, const std::vector<Tensor> &operands)
   return launch.output;
 }
 
+/// Whether a Strided reduction reads memory in order when it accumulates neighbouring outputs together
+/// (KernelSpec::blockedOutputs) rather than one output at a time: no input is contiguous along the innermost
+/// reduced axis, and one is along the last kept axis. A column sum of a C-order matrix is; a row sum is not.
+bool readsAcrossOutputs(const ReductionLaunch &launch, size_t numInputs) {
+  size_t rank = launch.shape.size();
+  auto reducedRank = static_cast<size_t>(launch.args.reducedRank);
+  if (launch.layout != codegen::Layout::Strided || reducedRank == 0 || reducedRank >= rank) return false;
+  size_t lastKept = rank - reducedRank - 1;
+  if (launch.shape[lastKept] < 2) return false;
+  bool unitAcross = false;
+  for (size_t k = 0; k < numInputs; ++k) {
+    if (launch.strides[k * rank + rank - 1] == 1) return false;
+    unitAcross = unitAcross || launch.strides[k * rank + lastKept] == 1;
+  }
+  return unitAcross;
+}
+
 Tensor runHostReduction(const ir::Op &op, const std::vector<Tensor> &operands, ir::DType dtype) {
   ReductionLaunch launch(op, operands, dtype, Tensor::empty);
   codegen::KernelSpec spec{op.attrs().body.get(), launch.layout};
@@ -60,6 +77,7 @@ Tensor runHostReduction(const ir::Op &op, const std::vector<Tensor> &operands, i
         launch.args.reducedRank == 0
             ? std::vector<codegen::InnerStride>(operands.size(), codegen::InnerStride::Zero)
             : codegen::innerStridePattern(launch.strides, operands.size(), launch.shape.size());
+  spec.blockedOutputs = readsAcrossOutputs(launch, operands.size());
   codegen::HostKernel kernel = codegen::compileHostKernel(spec);
   int64_t count = launch.output.numElements();
   if (count == 0) return launch.output;

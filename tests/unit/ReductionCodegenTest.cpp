@@ -99,8 +99,10 @@ const Case kCases[] = {
     {{{4, 1, 9}, {6, 1}}, {0}}, // broadcast inputs, reducing a broadcast axis
     {{{300, 700}}, {1}},        // big enough for several host threads
     {{{700, 300}}, {0}},
-    {{{3, 0}}, {1}}, // empty reductions (sum, mean, prod, any, all only)
-    {{{6}}, {}},     // nothing reduced
+    {{{5, 3, 130}}, {0}}, // leading axis: outputs accumulated in blocks, split at kept rows and thread ranges
+    {{{6, 70}, {70}}, {0}}, // in blocks, with an input broadcast along the reduced axis
+    {{{3, 0}}, {1}},        // empty reductions (sum, mean, prod, any, all only)
+    {{{6}}, {}},            // nothing reduced
 };
 
 bool matches(double expected, double actual, double tolerance) {
@@ -188,16 +190,17 @@ TEST(ReductionCodegen, NegativeIntegerPowerFailsInReductions) {
   graph.reduction = OpKind::Sum;
   tg::ir::OpAttrs attrs;
   attrs.body = std::make_shared<ScalarGraph>(graph);
-  attrs.axes = {1};
   tg::ir::TensorData exponents(DType::I64, {2, 3});
   for (int64_t i = 0; i < 6; ++i)
     exponents.set(i, i == 4 ? -1 : 2);
   std::vector<Tensor> inputs{makeInput(DType::I64, {2, 3}, 0, false), Tensor::fromData(exponents)};
-  for (tg::ir::Place place : {tg::ir::Place::Host, tg::ir::Place::Device}) {
-    tg::ir::TensorType type{DType::I64, {}, place};
-    EXPECT_THROW(tg::runtime::runOp(tg::ir::Op(OpKind::Fused, attrs, place), inputs, {type}),
-                 tg::ir::UserError);
-  }
+  for (int64_t axis : {1, 0}) // one output at a time, and outputs in blocks
+    for (tg::ir::Place place : {tg::ir::Place::Host, tg::ir::Place::Device}) {
+      attrs.axes = {axis};
+      tg::ir::TensorType type{DType::I64, {}, place};
+      EXPECT_THROW(tg::runtime::runOp(tg::ir::Op(OpKind::Fused, attrs, place), inputs, {type}),
+                   tg::ir::UserError);
+    }
 }
 
 TEST(ReductionCodegen, PtxassAcceptsReductionKernels) {

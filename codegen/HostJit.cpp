@@ -134,23 +134,42 @@ private:
 
 enum class HostKind : uint8_t { Host, SimDevice };
 
+/// What a compiled kernel is looked up by: the spec's parts and the kind of code. The map holds its own copy
+/// of the body; a lookup reads the spec's in place (CacheKeyRef), so that a launch copies nothing.
 struct CacheKey {
   ir::ScalarGraph body;
   Layout layout;
   HostKind kind;
   std::vector<InnerStride> innerStrides;
   bool blockedOutputs;
-  bool operator==(const CacheKey &other) const {
-    return layout == other.layout && kind == other.kind && innerStrides == other.innerStrides &&
-           blockedOutputs == other.blockedOutputs && body == other.body;
-  }
+};
+struct CacheKeyRef {
+  const ir::ScalarGraph &body;
+  Layout layout;
+  HostKind kind;
+  const std::vector<InnerStride> &innerStrides;
+  bool blockedOutputs;
+  CacheKeyRef(const CacheKey &key) // NOLINT: a key is its own reference
+      : body(key.body), layout(key.layout), kind(key.kind), innerStrides(key.innerStrides),
+        blockedOutputs(key.blockedOutputs) {}
+  CacheKeyRef(const KernelSpec &spec, HostKind kind)
+      : body(*spec.body), layout(spec.layout), kind(kind), innerStrides(spec.innerStrides),
+        blockedOutputs(spec.blockedOutputs) {}
 };
 struct CacheKeyHash {
-  size_t operator()(const CacheKey &key) const {
+  using is_transparent = void;
+  size_t operator()(CacheKeyRef key) const {
     size_t hash = key.body.hash() * 31 + static_cast<size_t>(key.layout) * 2 + static_cast<size_t>(key.kind);
     for (InnerStride stride : key.innerStrides)
       hash = hash * 3 + static_cast<size_t>(stride);
     return hash * 2 + key.blockedOutputs;
+  }
+};
+struct CacheKeyEqual {
+  using is_transparent = void;
+  bool operator()(CacheKeyRef a, CacheKeyRef b) const {
+    return a.layout == b.layout && a.kind == b.kind && a.innerStrides == b.innerStrides &&
+           a.blockedOutputs == b.blockedOutputs && a.body == b.body;
   }
 };
 
@@ -196,8 +215,8 @@ public:
               (!spec.body->body.empty() || (spec.body->reduction && spec.body->numInputs() == 1)))
         << "a kernel needs a scalar body (or a reduction of one input)";
     std::lock_guard<std::mutex> lock(mutex);
+    if (auto found = cache.find(CacheKeyRef(spec, kind)); found != cache.end()) return found->second;
     CacheKey key{*spec.body, spec.layout, kind, spec.innerStrides, spec.blockedOutputs};
-    if (auto found = cache.find(key); found != cache.end()) return found->second;
 
     // An object from the disk defines kernelName's symbol: when another body in this process holds that name
     // (a hash collision), this kernel is compiled under a new name and kept off the disk.
@@ -365,7 +384,7 @@ private:
   std::unique_ptr<llvm::orc::LLJIT> jit;
   bool hasLibmvec = false;
   VectorMath vectorMath = VectorMath::None;
-  std::unordered_map<CacheKey, void *, CacheKeyHash> cache;
+  std::unordered_map<CacheKey, void *, CacheKeyHash, CacheKeyEqual> cache;
   std::unordered_set<std::string> names;             // symbols defined in the JIT
   std::unordered_map<std::string, void *> functions; // compileFunction's, by name
 };

@@ -3,7 +3,9 @@
 #include "ir/Assert.h"
 #include "runtime/Kernels.h"
 
+#include <algorithm>
 #include <map>
+#include <unordered_set>
 
 namespace tg::runtime {
 
@@ -50,81 +52,142 @@ void checkInputs(const std::vector<ir::Value *> &inputs, const std::vector<Tenso
 Executor::Executor(const ir::Graph &graph, Device *device)
     : graph_(graph), ownDevice_(device ? nullptr : makeSimDevice()),
       device_(device ? device : ownDevice_.get()) {
+  auto number = [&](const ir::Value *value) {
+    if (slotOf_.try_emplace(value, static_cast<uint32_t>(slots_.size())).second) slots_.emplace_back();
+  };
+  for (const ir::Value *input : graph.inputs())
+    number(input);
+  auto numberConstant = [&](const ir::Value *value) {
+    if (!value->isConstant() || slotOf_.count(value)) return;
+    number(value);
+    slots_.back() = Tensor::fromData(value->constant());
+  };
   for (const ir::Node *node : graph.toposort())
     for (const ir::Value *input : node->inputs())
-      ++uses_[input];
+      numberConstant(input);
   for (const ir::Value *output : graph.outputs())
-    ++uses_[output];
+    numberConstant(output);
+  firstComputed_ = slots_.size();
+  for (const ir::Node *node : graph.toposort())
+    number(node->output());
 }
 
-const Tensor &Executor::constant(const ir::Value *value) {
-  auto [cached, inserted] = constants_.try_emplace(value);
-  if (inserted) cached->second = Tensor::fromData(value->constant());
-  return cached->second;
+const Executor::Plan &Executor::plan(size_t count) {
+  count = std::min(count, graph_.outputs().size());
+  if (plans_.size() <= count) plans_.resize(count + 1);
+  if (plans_[count]) return *plans_[count];
+
+  // The nodes the outputs need, in the graph's topological order.
+  std::vector<const ir::Value *> wanted(graph_.outputs().begin(), graph_.outputs().begin() + count);
+  std::unordered_set<const ir::Node *> needed;
+  for (size_t i = 0; i < wanted.size(); ++i)
+    if (const ir::Node *producer = wanted[i]->owner(); producer && needed.insert(producer).second)
+      wanted.insert(wanted.end(), producer->inputs().begin(), producer->inputs().end());
+  auto plan = std::make_unique<Plan>();
+  for (const ir::Node *node : graph_.toposort())
+    if (needed.count(node)) {
+      Step step{node, {}, {}, {}, slotOf_.at(node->output())};
+      for (const ir::Value *input : node->inputs())
+        step.arguments.push_back(slotOf_.at(input));
+      plan->steps.push_back(std::move(step));
+    }
+  for (size_t i = 0; i < count; ++i)
+    plan->outputs.push_back(slotOf_.at(graph_.outputs()[i]));
+
+  // Each value dies after its last reader, unless it is an output, an input (the caller's) or a constant.
+  std::vector<bool> kept(slots_.size(), false);
+  for (uint32_t output : plan->outputs)
+    kept[output] = true;
+  std::vector<bool> seen(slots_.size(), false);
+  for (size_t s = plan->steps.size(); s-- > 0;) {
+    Step &step = plan->steps[s];
+    step.takes.assign(step.arguments.size(), false);
+    for (size_t a = step.arguments.size(); a-- > 0;) {
+      uint32_t slot = step.arguments[a];
+      if (slot < firstComputed_ || kept[slot] || seen[slot]) continue;
+      seen[slot] = true; // read by no later step: this is its last reader
+      bool once = std::count(step.arguments.begin(), step.arguments.end(), slot) == 1;
+      if (once)
+        step.takes[a] = true;
+      else
+        step.drops.push_back(slot);
+    }
+  }
+  plans_[count] = std::move(plan);
+  return *plans_[count];
 }
 
 Tensor Executor::transfer(const ir::Node &node, const Tensor &source) {
   // A constant is placed in device memory once, on the first run.
   bool constant = node.op().kind() == ir::OpKind::ToDevice && node.input(0)->isConstant();
   if (constant)
-    if (auto cached = constants_.find(node.output()); cached != constants_.end()) return cached->second;
+    if (auto cached = deviceConstants_.find(node.output()); cached != deviceConstants_.end())
+      return cached->second;
   bool toDevice = node.op().kind() == ir::OpKind::ToDevice;
   Tensor copy = toDevice ? device_->upload(source) : device_->download(source);
   ++(toDevice ? transfers_.toDevice : transfers_.toHost);
   transfers_.bytes += static_cast<size_t>(copy.numElements()) * ir::dtypeSize(copy.dtype());
-  if (constant) constants_[node.output()] = copy;
+  if (constant) deviceConstants_[node.output()] = copy;
   return copy;
 }
 
-std::vector<Tensor> Executor::run(const std::vector<Tensor> &inputs) {
+Tensor Executor::runStep(const Step &step, std::vector<Tensor> &arguments) {
+  const ir::Node &node = *step.node;
+  ir::OpKind kind = node.op().kind();
+  if (kind == ir::OpKind::ToDevice || kind == ir::OpKind::ToHost) return transfer(node, arguments[0]);
+  if (node.op().place() == ir::Place::Device) return device_->run(node, arguments);
+  std::vector<Tensor> results = runOp(node.op(), arguments, {node.output()->type()}, /*reuseInputs=*/true);
+  TG_ASSERT(results.size() == 1) << node.op().str() << " computed " << results.size() << " results";
+  return std::move(results[0]);
+}
+
+std::vector<Tensor> Executor::run(const std::vector<Tensor> &inputs, size_t count) {
   TG_ASSERT(inputs.size() == graph_.inputs().size())
       << inputs.size() << " tensors for " << graph_.inputs().size() << " graph inputs";
-  std::unordered_map<const ir::Value *, Tensor> live;
-  std::unordered_map<const ir::Value *, int> remaining = uses_;
+  const Plan &plan = this->plan(count);
+  HostBufferPool::Scope pooled(buffers_);
   for (size_t i = 0; i < inputs.size(); ++i)
-    live[graph_.inputs()[i]] = inputs[i];
-  auto valueOf = [&](const ir::Value *value) -> const Tensor & {
-    if (value->isConstant()) return constant(value);
-    auto found = live.find(value);
-    TG_ASSERT(found != live.end()) << "value " << value->id() << " is used before it is computed";
-    return found->second;
-  };
+    slots_[i] = inputs[i];
+  // Whatever happens, no value of this run outlives it in the slots (an input, an intermediate).
+  struct Clear {
+    std::vector<Tensor> &slots;
+    size_t inputs, firstComputed;
+    ~Clear() {
+      std::fill(slots.begin(), slots.begin() + static_cast<std::ptrdiff_t>(inputs), Tensor());
+      std::fill(slots.begin() + static_cast<std::ptrdiff_t>(firstComputed), slots.end(), Tensor());
+    }
+  } clear{slots_, inputs.size(), firstComputed_};
 
-  for (const ir::Node *node : graph_.toposort()) {
-    std::vector<Tensor> arguments;
-    for (const ir::Value *input : node->inputs())
-      arguments.push_back(valueOf(input));
-    const ir::Value *output = node->output();
-    std::vector<ir::TensorType> types{output->type()};
-    std::vector<Tensor> results;
+  std::vector<Tensor> arguments;
+  for (const Step &step : plan.steps) {
+    arguments.clear();
+    for (size_t a = 0; a < step.arguments.size(); ++a) {
+      Tensor &value = slots_[step.arguments[a]];
+      TG_ASSERT(value.defined()) << "value " << step.node->input(a)->id() << " is used before it is computed";
+      arguments.push_back(step.takes[a] ? std::move(value) : value);
+    }
+    Tensor result;
     try {
-      ir::OpKind kind = node->op().kind();
-      if (kind == ir::OpKind::ToDevice || kind == ir::OpKind::ToHost) {
-        results.push_back(transfer(*node, arguments[0]));
-      } else if (node->op().place() == ir::Place::Device) {
-        results.push_back(device_->run(*node, arguments));
-      } else {
-        results = runOp(node->op(), arguments, types);
-      }
+      result = runStep(step, arguments);
     } catch (ir::UserError &error) {
-      if (!error.loc.known()) error.loc = node->loc();
+      if (!error.loc.known()) error.loc = step.node->loc();
       throw;
     }
-    arguments.clear();
-    // Drop each input after its last use; the buffer goes when no view of it is left.
-    for (const ir::Value *input : node->inputs())
-      if (--remaining[input] == 0) live.erase(input);
-    TG_ASSERT(results.size() == 1 && results[0].rank() == output->type().rank())
-        << node->op().str() << " computed " << results.size() << " results, the first of shape "
-        << (results.empty() ? "()" : shapeTuple(results[0].shape())) << ", but its type is "
-        << output->type().str();
-    if (remaining[output] > 0) live[output] = std::move(results[0]);
+    arguments.clear(); // what this node took over goes now (unless its result is a view of it)
+    const ir::TensorType &type = step.node->output()->type();
+    TG_ASSERT(result.rank() == type.rank())
+        << step.node->op().str() << " computed shape " << shapeTuple(result.shape()) << ", but its type is "
+        << type.str();
+    for (uint32_t slot : step.drops)
+      slots_[slot] = Tensor();
+    slots_[step.result] = std::move(result);
   }
 
   std::vector<Tensor> outputs;
-  for (const ir::Value *output : graph_.outputs())
-    outputs.push_back(valueOf(output));
+  for (uint32_t output : plan.outputs)
+    outputs.push_back(slots_[output]);
   device_->synchronize(); // a failure of queued device work is this run's
+  buffers_.trim();
   return outputs;
 }
 

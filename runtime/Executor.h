@@ -1,9 +1,14 @@
 // Executor: runs an ir::Graph node by node in topological order, host nodes on the CPU and device nodes on a
-// Device (Device.h), freeing each intermediate as soon as its last client has run.
+// Device (Device.h). What a run needs is planned once per graph and set of outputs (the step plan): the
+// nodes those outputs depend on, each value's slot, and after which node each value dies. At run time a
+// value's last reader takes it over (an elementwise kernel may write its result over it), every other value
+// is dropped right after its last reader, and the host buffers come from the executor's own pool, so that a
+// run after the first allocates nothing.
 #pragma once
 
 #include "ir/Graph.h"
 #include "runtime/Device.h"
+#include "runtime/HostAllocator.h"
 #include "runtime/Tensor.h"
 
 #include <memory>
@@ -36,24 +41,45 @@ public:
   /// nodes on `device` (which must outlive it too), or on a simulated device of its own when null.
   explicit Executor(const ir::Graph &graph, Device *device = nullptr);
 
-  /// Evaluates the graph's outputs, in order, from one tensor per graph input (in graph.inputs() order; check
-  /// them with checkInputs first). A UserError from a kernel is rethrown with the failing node's location.
-  std::vector<Tensor> run(const std::vector<Tensor> &inputs);
+  /// Evaluates the graph's first `count` outputs (all of them by default), in order, from one tensor per
+  /// graph input (in graph.inputs() order; check them with checkInputs first). Only the nodes those outputs
+  /// depend on run. The inputs are never written. A UserError from a kernel is rethrown with the failing
+  /// node's location.
+  std::vector<Tensor> run(const std::vector<Tensor> &inputs, size_t count = SIZE_MAX);
 
   /// The transfers made by every run so far.
   const TransferStats &transfers() const { return transfers_; }
   Device &device() const { return *device_; }
 
 private:
-  const Tensor &constant(const ir::Value *value);
+  /// One node of a plan: the slots of its arguments, those it takes over (it is their last reader, and each
+  /// appears once), those dropped after it, and its result's slot.
+  struct Step {
+    const ir::Node *node;
+    std::vector<uint32_t> arguments;
+    std::vector<bool> takes;
+    std::vector<uint32_t> drops;
+    uint32_t result;
+  };
+  /// The steps that compute the first `outputs.size()` graph outputs, in topological order.
+  struct Plan {
+    std::vector<Step> steps;
+    std::vector<uint32_t> outputs;
+  };
+  const Plan &plan(size_t count);
+  Tensor runStep(const Step &step, std::vector<Tensor> &arguments);
   /// Runs a to_device or to_host node: a counted copy between the two memories.
   Tensor transfer(const ir::Node &node, const Tensor &source);
 
   const ir::Graph &graph_;
   std::unique_ptr<Device> ownDevice_; // the simulated device, when none is given
   Device *device_;
-  std::unordered_map<const ir::Value *, int> uses_; // node inputs and graph outputs reading each value
-  std::unordered_map<const ir::Value *, Tensor> constants_; // constants, and their copies in device memory
+  std::unordered_map<const ir::Value *, uint32_t> slotOf_; // every value's slot; inputs first, then constants
+  std::vector<Tensor> slots_;                              // the values of a run; constants stay
+  size_t firstComputed_ = 0;                               // the slot of the first node's result
+  std::vector<std::unique_ptr<Plan>> plans_;               // by output count, planned when first asked for
+  std::unordered_map<const ir::Value *, Tensor> deviceConstants_; // constants' copies in device memory
+  HostBufferPool buffers_;
   TransferStats transfers_;
 };
 

@@ -39,8 +39,22 @@ void runOnThreads(const codegen::KernelSpec &spec, codegen::HostKernel kernel,
     check(code);
 }
 
-Tensor runHost(const ir::ScalarGraph &body, const std::vector<Tensor> &operands) {
-  Launch launch(body, operands, Tensor::empty);
+/// A tensor of `dtype` and `shape`: over an operand the caller gave up when one fits (each output element is
+/// then written where only the same element of that operand was read), else a new one.
+Tensor outputOver(const std::vector<Tensor> &operands, bool reuseOperands, ir::DType dtype,
+                  const std::vector<int64_t> &shape) {
+  if (reuseOperands)
+    for (const Tensor &operand : operands)
+      if (operand.ownsBufferAlone() && operand.memory() == Memory::Host && operand.dtype() == dtype &&
+          operand.offset() == 0 && operand.shape() == shape && operand.isContiguous())
+        return operand;
+  return Tensor::empty(dtype, shape);
+}
+
+Tensor runHost(const ir::ScalarGraph &body, const std::vector<Tensor> &operands, bool reuseOperands) {
+  Launch launch(body, operands, [&](ir::DType dtype, std::vector<int64_t> shape) {
+    return outputOver(operands, reuseOperands, dtype, shape);
+  });
   codegen::KernelSpec spec{&body, launch.layout};
   if (launch.layout == codegen::Layout::Strided) // specialized for unit and zero strides along the last axis
     spec.innerStrides = codegen::innerStridePattern(launch.strides, operands.size(), launch.shape.size());
@@ -121,9 +135,9 @@ Tensor evaluateFusedByKernels(const ir::Op &fused, const std::vector<Tensor> &in
   return reductionKernel(ir::Op(*body.reduction, fused.attrs()), result, dtype);
 }
 
-Tensor fusedKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype) {
+Tensor fusedKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype, bool reuseInputs) {
   const ir::ScalarGraph &body = *op.attrs().body;
-  return body.reduction ? runHostReduction(op, inputs, dtype) : runHost(body, inputs);
+  return body.reduction ? runHostReduction(op, inputs, dtype) : runHost(body, inputs, reuseInputs);
 }
 
 } // namespace tg::runtime

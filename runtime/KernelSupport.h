@@ -128,7 +128,7 @@ struct ArangeTerms {
 };
 ArangeTerms arangeTerms(const ir::OpAttrs &attrs, ir::DType dtype);
 Tensor sortKernel(const ir::Op &op, const Tensor &input, ir::DType dtype);
-/// A fused node's program over whole tensors.
-Tensor fusedKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype);
+/// A fused node's program over whole tensors; `reuseInputs` as runOp's (Kernels.h).
+Tensor fusedKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype, bool reuseInputs);
 
 } // namespace tg::runtime

@@ -39,7 +39,7 @@ size_t normalizeAxis(int64_t axis, size_t rank) {
 
 namespace {
 
-Tensor runKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype) {
+Tensor runKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype, bool reuseInputs) {
   switch (op.kind()) {
 #define UNARY_OP(Enum, name) case OpKind::Enum:
 #define BINARY_OP(Enum, name) case OpKind::Enum:
@@ -67,7 +67,7 @@ Tensor runKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType 
   case OpKind::Cumsum:
     return sortKernel(op, inputs[0], dtype);
   case OpKind::Fused:
-    return fusedKernel(op, inputs, dtype);
+    return fusedKernel(op, inputs, dtype, reuseInputs);
   case OpKind::ToDevice:
   case OpKind::ToHost:
     break; // the executor copies
@@ -79,13 +79,13 @@ Tensor runKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType 
 } // namespace
 
 std::vector<Tensor> runOp(const ir::Op &op, const std::vector<Tensor> &inputs,
-                          const std::vector<ir::TensorType> &outputTypes) {
+                          const std::vector<ir::TensorType> &outputTypes, bool reuseInputs) {
   int arity = op.info().arity;
   TG_ASSERT(arity < 0 ? !inputs.empty() || op.kind() == OpKind::Fused
                       : inputs.size() == static_cast<size_t>(arity))
       << op.name() << " given " << inputs.size() << " inputs";
   TG_ASSERT(outputTypes.size() == 1) << op.name() << " has one output, not " << outputTypes.size();
-  Tensor result = runKernel(op, inputs, outputTypes[0].dtype);
+  Tensor result = runKernel(op, inputs, outputTypes[0].dtype, reuseInputs);
   TG_ASSERT(result.dtype() == outputTypes[0].dtype)
       << op.str() << " computed " << ir::dtypeName(result.dtype()) << ", but its type says "
       << outputTypes[0].str();

@@ -13,9 +13,11 @@ namespace tg::runtime {
 /// static output types: their dtypes are authoritative, their shapes (possibly symbolic) are not used.
 /// Outputs may be views sharing an input's buffer. Throws UserError without a location when the inputs do not
 /// fit at run time (shapes that cannot broadcast, an index out of bounds, ...); a dtype the op does not
-/// accept is a compiler bug.
+/// accept is a compiler bug. With `reuseInputs` the caller gives the inputs up: an elementwise fused kernel
+/// may write its result over one that no other handle shares (Tensor::ownsBufferAlone), contiguous, of the
+/// result's dtype and shape.
 std::vector<Tensor> runOp(const ir::Op &op, const std::vector<Tensor> &inputs,
-                          const std::vector<ir::TensorType> &outputTypes);
+                          const std::vector<ir::TensorType> &outputTypes, bool reuseInputs = false);
 
 /// A fused node's program evaluated instruction by instruction with the kernels above, over whole tensors
 /// (then reduced, for a reduction with a prologue), giving `dtype`: the reference the generated kernels are

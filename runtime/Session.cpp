@@ -61,9 +61,10 @@ std::vector<Tensor> Session::step(const std::map<std::string, Tensor> &inputs, b
     declarations.push_back(input.loc);
   checkInputs(graphInputs, tensors, declarations);
 
-  std::vector<Tensor> results = executor_.run(tensors);
   size_t outputCount = program_.outputs.size();
-  TG_ASSERT(results.size() == outputCount + program_.updates.size())
+  // Without updates, only what the outputs need runs (inference on a training script skips its gradients).
+  std::vector<Tensor> results = executor_.run(tensors, applyUpdates ? SIZE_MAX : outputCount);
+  TG_ASSERT(results.size() == outputCount + (applyUpdates ? program_.updates.size() : 0))
       << "graph outputs are not outputs + updates";
   for (size_t i = 0; i < program_.updates.size() && applyUpdates; ++i) {
     Tensor &next = results[outputCount + i];

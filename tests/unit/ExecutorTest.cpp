@@ -1,9 +1,13 @@
 // The executor and sessions on hand-built graphs and programs.
 #include "runtime/Executor.h"
 
+#include "opt/Fusion.h"
+#include "runtime/HostAllocator.h"
+#include "runtime/Kernels.h"
 #include "runtime/Session.h"
 
 #include <cmath>
+#include <cstring>
 #include <gtest/gtest.h>
 #include <memory>
 
@@ -134,6 +138,101 @@ std::unique_ptr<tg::ir::Program> counterProgram() {
   program->outputs.push_back({"loss", loss});
   program->updates.push_back({0, next});
   return program;
+}
+
+TEST(ExecutorTest, RunsOnlyWhatTheAskedOutputsNeed) {
+  // out0 = x + 1 runs; out1 = x + y would fail (the shapes do not broadcast) but is not asked for.
+  Graph graph;
+  tg::ir::Value *x = graph.addInput({DType::F32, {Dim::named("n")}}, "x");
+  tg::ir::Value *y = graph.addInput({DType::F32, {Dim::named("m")}}, "y");
+  tg::ir::Value *one = graph.addConstant(TensorData::scalar(DType::F32, 1));
+  graph.addOutput(graph.addNode(Op(OpKind::Add), {x, one})->output());
+  graph.addOutput(graph.addNode(Op(OpKind::Add), {x, y})->output());
+  tg::runtime::Executor executor(graph);
+  std::vector<Tensor> inputs{f32({3}, {1, 2, 3}), f32({2}, {1, 2})};
+  for (int run = 0; run < 2; ++run) {
+    std::vector<Tensor> outputs = executor.run(inputs, 1);
+    ASSERT_EQ(outputs.size(), 1u);
+    EXPECT_EQ(values(outputs[0]), (std::vector<double>{2, 3, 4}));
+  }
+  EXPECT_THROW(executor.run(inputs), UserError);
+  EXPECT_EQ(values(executor.run(inputs, 1)[0]), (std::vector<double>{2, 3, 4})) << "after a failed run";
+}
+
+/// y = x * 2 + 1 as one fused node.
+std::unique_ptr<Graph> fusedAffine() {
+  auto graph = std::make_unique<Graph>();
+  tg::ir::Value *x = graph->addInput({DType::F32, {Dim::named("n")}}, "x");
+  tg::ir::Value *two = graph->addConstant(TensorData::scalar(DType::F32, 2));
+  tg::ir::Value *one = graph->addConstant(TensorData::scalar(DType::F32, 1));
+  tg::ir::Value *twice = graph->addNode(Op(OpKind::Mul), {x, two})->output();
+  graph->addOutput(graph->addNode(Op(OpKind::Add), {twice, one})->output());
+  tg::opt::PassProfile profile;
+  tg::opt::fuseElementwise(*graph, profile);
+  graph->removeDeadNodes();
+  EXPECT_EQ(graph->toposort().size(), 1u);
+  return graph;
+}
+
+TEST(ExecutorTest, AnElementwiseKernelWritesOverAValueOnlyItsCallerGaveUp) {
+  std::unique_ptr<Graph> graph = fusedAffine();
+  const tg::ir::Node &node = *graph->toposort()[0];
+  std::vector<tg::ir::TensorType> types{node.output()->type()};
+  std::vector<Tensor> alone{f32({3}, {1, 2, 3})};
+  Tensor result = tg::runtime::runOp(node.op(), alone, types, /*reuseInputs=*/true)[0];
+  EXPECT_TRUE(result.sharesBuffer(alone[0])) << "a dead operand of the result's type holds the result";
+  EXPECT_EQ(values(result), (std::vector<double>{3, 5, 7}));
+
+  std::vector<Tensor> fresh{f32({3}, {1, 2, 3})};
+  EXPECT_FALSE(tg::runtime::runOp(node.op(), fresh, types)[0].sharesBuffer(fresh[0])) << "not given up";
+  Tensor kept = f32({3}, {1, 2, 3});
+  std::vector<Tensor> shared{kept};
+  EXPECT_FALSE(tg::runtime::runOp(node.op(), shared, types, true)[0].sharesBuffer(kept)) << "still read";
+  std::vector<Tensor> view{f32({4}, {0, 1, 2, 3}).view({3}, {1}, 1)};
+  EXPECT_FALSE(tg::runtime::runOp(node.op(), view, types, true)[0].sharesBuffer(view[0])) << "an offset view";
+  EXPECT_EQ(values(view[0]), (std::vector<double>{1, 2, 3}));
+
+  // The executor never writes its inputs, though nothing else holds them.
+  tg::runtime::Executor executor(*graph);
+  std::vector<Tensor> inputs{f32({3}, {1, 2, 3})};
+  for (int run = 0; run < 3; ++run) {
+    Tensor output = executor.run(inputs)[0];
+    EXPECT_FALSE(output.sharesBuffer(inputs[0]));
+    EXPECT_EQ(values(output), (std::vector<double>{3, 5, 7}));
+  }
+  EXPECT_EQ(values(inputs[0]), (std::vector<double>{1, 2, 3}));
+}
+
+TEST(ExecutorTest, ABufferPoolHandsFreedBuffersOutAgainAndKeepsWhatOneRoundNeeds) {
+  auto pool = std::make_unique<tg::runtime::HostBufferPool>();
+  std::byte *first = nullptr;
+  std::shared_ptr<std::byte> outlives;
+  {
+    tg::runtime::HostBufferPool::Scope scope(*pool);
+    for (int round = 0; round < 3; ++round) {
+      std::shared_ptr<std::byte> a = tg::runtime::allocateHostBuffer(1000);
+      std::shared_ptr<std::byte> b = tg::runtime::allocateHostBuffer(1000);
+      std::shared_ptr<std::byte> c = tg::runtime::allocateHostBuffer(64);
+      if (round == 0)
+        first = b.get();
+      else
+        EXPECT_TRUE(a.get() == first || b.get() == first) << "round " << round << " reuses a buffer";
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(a.get()) % 64, 0u);
+      a.reset(), b.reset(), c.reset();
+      EXPECT_EQ(pool->freeBuffers(), 3u);
+      pool->trim();
+      EXPECT_EQ(pool->freeBuffers(), 3u) << "one round took as many";
+    }
+    std::shared_ptr<std::byte> d = tg::runtime::allocateHostBuffer(1000);
+    pool->trim(); // this round took one buffer of 1000 bytes and none of 64
+    EXPECT_EQ(pool->freeBuffers(), 1u);
+    outlives = tg::runtime::allocateHostBuffer(500);
+  }
+  EXPECT_NE(tg::runtime::allocateHostBuffer(1000).get(), nullptr) << "no pool outside the scope";
+  EXPECT_EQ(pool->freeBuffers(), 2u) << "d came back; one allocated outside the scope is not the pool's";
+  pool.reset();
+  std::memset(outlives.get(), 1, 500); // still the holder's until it lets go, after the pool is gone
+  outlives.reset();
 }
 
 TEST(ExecutorTest, SessionAppliesUpdatesAfterEachStep) {

@@ -143,8 +143,9 @@ Value *GradientBuilder::sumToShape(Value *g, const TensorType &target) {
   return g;
 }
 
-/// `v` with size-1 axes inserted at `axes` (ascending, counted in the result): a reshape when the result is
-/// static, else one single-input stack per axis, which keeps symbolic dimensions as they are.
+/// `v` with size-1 axes inserted at `axes` (ascending, counted in the result): a reshape (a view) when the
+/// result has at most one symbolic dimension (its -1, which the reshape's type infers back), else one
+/// single-input stack per axis, which keeps symbolic dimensions as they are.
 Value *GradientBuilder::insertAxes(Value *v, const std::vector<int64_t> &axes) {
   if (axes.empty()) return v;
   Shape shape = v->type().shape;
@@ -153,7 +154,7 @@ Value *GradientBuilder::insertAxes(Value *v, const std::vector<int64_t> &axes) {
         << "inserting axis " << axis << " into " << shapeString(shape);
     shape.insert(shape.begin() + axis, Dim::of(1));
   }
-  if (auto sizes = staticSizes(shape)) {
+  if (auto sizes = staticSizes(shape, /*allowOneSymbolic=*/true)) {
     OpAttrs attrs;
     attrs.shape = *sizes;
     return apply(OpKind::Reshape, {v}, attrs);
@@ -328,9 +329,9 @@ std::pair<Value *, Value *> GradientBuilder::matmulGradients(Value *a, Value *b,
 Value *GradientBuilder::reductionGradient(const Node &node, Value *g) {
   Value *x = node.input(0);
   const OpAttrs &attrs = node.op().attrs();
-  // Leading reduced axes need no size-1 axis: broadcasting adds them (a full reduction's 0-d g stays 0-d). The
-  // others are counted in a shape without the leading ones: reducing [2, 3, 4] over axes 0 and 2 gives g of
-  // [3], which becomes [3, 1], not [3, ., 1].
+  // Leading reduced axes need no size-1 axis: broadcasting adds them (a full reduction's 0-d g stays 0-d).
+  // The others are counted in a shape without the leading ones: reducing [2, 3, 4] over axes 0 and 2 gives g
+  // of [3], which becomes [3, 1], not [3, ., 1].
   size_t leading = 0;
   while (leading < attrs.axes.size() && attrs.axes[leading] == static_cast<int64_t>(leading))
     ++leading;

@@ -58,6 +58,25 @@ Dim derived(const std::string &label) {
   return Dim::named(label);
 }
 
+/// The -1 of a reshape of a symbolic shape: the input's one symbolic dimension where the target's other sizes
+/// multiply to the input's static ones (`[n] -> [-1, 1]` is `[n, 1]`, `[n, 3] -> [-1, 3]` is `[n, 3]`), else
+/// a new symbol.
+Dim inferredDim(const Shape &input, int64_t targetProduct, int64_t at) {
+  const Dim *symbolic = nullptr;
+  int64_t product = 1;
+  for (const Dim &dim : input) {
+    if (dim.isStatic()) {
+      product *= dim.size();
+    } else if (symbolic) {
+      return derived("reshape" + std::to_string(at));
+    } else {
+      symbolic = &dim;
+    }
+  }
+  if (symbolic && product == targetProduct && product != 0) return *symbolic;
+  return derived("reshape" + std::to_string(at));
+}
+
 TensorType elementwiseType(const Op &op, const std::vector<TensorType> &inputs) {
   OpKind kind = op.kind();
   Shape shape = inputs[0].shape;
@@ -177,7 +196,7 @@ TensorType reshapeType(const Op &op, const TensorType &input) {
   for (int64_t size : target)
     if (size >= 0) product *= size;
   if (!known) {
-    if (inferred >= 0) shape[inferred] = derived("reshape" + std::to_string(inferred));
+    if (inferred >= 0) shape[inferred] = inferredDim(input.shape, product, inferred);
     return {input.dtype, shape, input.place};
   }
   if (inferred >= 0) {

@@ -276,6 +276,25 @@ TEST(TypeTest, BroadcastFollowsNumPyAndKeepsSymbols) {
   EXPECT_EQ(shapeString(*shape), "[n, 5]");
 }
 
+TEST(TypeTest, ReshapeInfersTheOneSymbolicSizeItCanName) {
+  Graph graph;
+  Value *labels = graph.addInput(f32({Dim::named("n")}), "labels");
+  Value *rows = graph.addInput(f32({Dim::named("n"), Dim::of(3)}), "rows");
+  Value *grid = graph.addInput(f32({Dim::named("n"), Dim::named("m")}), "grid");
+  auto reshaped = [&](Value *input, std::vector<int64_t> target) {
+    OpAttrs attrs;
+    attrs.shape = std::move(target);
+    return graph.addNode(Op(OpKind::Reshape, attrs), {input})->output()->type().str();
+  };
+  EXPECT_EQ(reshaped(labels, {-1, 1}), "f32[n, 1]");
+  EXPECT_EQ(reshaped(rows, {-1, 3}), "f32[n, 3]");
+  EXPECT_EQ(reshaped(rows, {3, -1}), "f32[3, n]");
+  // The sizes no longer match one symbol: the -1 is a new one.
+  EXPECT_EQ(reshaped(rows, {-1}), "f32[reshape0]");
+  EXPECT_EQ(reshaped(rows, {-1, 1, 1}), "f32[reshape0, 1, 1]");
+  EXPECT_EQ(reshaped(grid, {-1, 1}), "f32[reshape0, 1]");
+}
+
 TEST(TypeTest, PromotionFollowsNumPy) {
   EXPECT_EQ(promote(DType::I32, DType::F32), DType::F64);
   EXPECT_EQ(promote(DType::I32, DType::I64), DType::I64);

@@ -1,8 +1,10 @@
 // matmul with NumPy's semantics: a 1-D left operand is a row vector and a 1-D right operand a column vector
 // (the added axis is dropped from the result), and leading batch axes broadcast. f32 and f64 go through BLAS
-// gemm, one call per batch, reading transposed views in place; integers and bools use plain loops.
+// gemm, one call per batch, reading transposed views in place, except small products (SmallGemm.h); integers
+// and bools use plain loops.
 #include "ir/SourceLoc.h"
 #include "runtime/KernelSupport.h"
+#include "runtime/SmallGemm.h"
 #include "runtime/StridedLoop.h"
 
 #include <algorithm>
@@ -113,6 +115,19 @@ Tensor matmulKernel(const Tensor &left, const Tensor &right, ir::DType dtype) {
     if (k == 0) std::fill_n(c, out.numElements(), T(0));
     if (k == 0 || n == 0 || m == 0) return;
     if constexpr (std::is_floating_point_v<T>) {
+      if (isSmallGemm(n, m, k)) {
+        size_t rankA = a.rank(), rankB = b.rank();
+        forEachRow(batch, std::array{batchStrides(a, batch), batchStrides(b, batch)},
+                   [&](const auto &offsets, const auto &steps, int64_t length) {
+                     for (int64_t i = 0; i < length; ++i, c += n * m)
+                       smallGemm(StridedMatrix<T>{a.data<T>() + offsets[0] + i * steps[0],
+                                                  a.strides()[rankA - 2], a.strides()[rankA - 1]},
+                                 StridedMatrix<T>{b.data<T>() + offsets[1] + i * steps[1],
+                                                  b.strides()[rankB - 2], b.strides()[rankB - 1]},
+                                 c, n, m, k);
+                   });
+        return;
+      }
       GemmOperand ga = gemmOperand(a), gb = gemmOperand(b);
       forEachRow(batch, std::array{batchStrides(ga.tensor, batch), batchStrides(gb.tensor, batch)},
                  [&](const auto &offsets, const auto &steps, int64_t length) {

@@ -1,0 +1,286 @@
+#include "runtime/SmallGemm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+// The vectors never cross a call (every helper is inlined), so GCC's note that passing them would differ
+// between ISAs does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace tg::runtime {
+
+namespace {
+
+/// A vector of 32 bytes (8 floats, 4 doubles): one AVX register, two SSE ones on a baseline CPU.
+template <typename T>
+struct VecOf;
+template <>
+struct VecOf<float> {
+  typedef float type __attribute__((vector_size(32)));
+};
+template <>
+struct VecOf<double> {
+  typedef double type __attribute__((vector_size(32)));
+};
+template <typename T>
+using Vec = typename VecOf<T>::type;
+template <typename T>
+constexpr int64_t kLanes = 32 / sizeof(T);
+
+/// Below this many columns of c, the row form's vectors would be mostly empty.
+constexpr int64_t kNarrow = 8;
+
+template <typename T>
+[[gnu::always_inline]] inline Vec<T> load(const T *from) {
+  Vec<T> v;
+  std::memcpy(&v, from, sizeof v);
+  return v;
+}
+
+template <typename T>
+[[gnu::always_inline]] inline void store(T *to, std::type_identity_t<Vec<T>> v) {
+  std::memcpy(to, &v, sizeof v);
+}
+
+/// The sum of a vector's lanes, halves added pairwise (a chain of log2(lanes) additions, in registers).
+[[gnu::always_inline]] inline float laneSum(Vec<float> v) {
+  auto quarter = __builtin_shufflevector(v, v, 0, 1, 2, 3) + __builtin_shufflevector(v, v, 4, 5, 6, 7);
+  auto pair =
+      __builtin_shufflevector(quarter, quarter, 0, 1) + __builtin_shufflevector(quarter, quarter, 2, 3);
+  return pair[0] + pair[1];
+}
+
+[[gnu::always_inline]] inline double laneSum(Vec<double> v) {
+  auto pair = __builtin_shufflevector(v, v, 0, 1) + __builtin_shufflevector(v, v, 2, 3);
+  return pair[0] + pair[1];
+}
+
+/// Memory for packed operands, kept by each thread from one call to the next.
+template <typename T>
+T *scratch(size_t count) {
+  thread_local std::vector<T> buffer;
+  if (buffer.size() < count) buffer.resize(count);
+  return buffer.data();
+}
+
+/// R rows of c from row i, V vectors of columns from column j, in registers: the sum over p of a[i + r, p]
+/// times row p of b (contiguous, `ldb` apart).
+template <typename T, int R, int V>
+[[gnu::always_inline]] inline void rowTile(StridedMatrix<T> a, const T *b, int64_t ldb, T *c, int64_t m,
+                                           int64_t k, int64_t i, int64_t j) {
+  Vec<T> acc[R][V] = {};
+  const T *ai = a.data + i * a.rowStride;
+  for (int64_t p = 0; p < k; ++p) {
+    Vec<T> bp[V];
+    for (int v = 0; v < V; ++v)
+      bp[v] = load(b + p * ldb + j + v * kLanes<T>);
+    for (int r = 0; r < R; ++r) {
+      T x = ai[r * a.rowStride + p * a.colStride];
+      for (int v = 0; v < V; ++v)
+        acc[r][v] += x * bp[v];
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v)
+      store(c + (i + r) * m + j + v * kLanes<T>, acc[r][v]);
+}
+
+/// Rows i to i + R of c by the row form: two vectors of columns at a time, then one, then the last columns
+/// one by one.
+template <typename T, int R>
+[[gnu::always_inline]] inline void rowBlock(StridedMatrix<T> a, const T *b, int64_t ldb, T *c, int64_t m,
+                                            int64_t k, int64_t i) {
+  constexpr int64_t lanes = kLanes<T>;
+  int64_t j = 0;
+  for (; j + 2 * lanes <= m; j += 2 * lanes)
+    rowTile<T, R, 2>(a, b, ldb, c, m, k, i, j);
+  if (j + lanes <= m) {
+    rowTile<T, R, 1>(a, b, ldb, c, m, k, i, j);
+    j += lanes;
+  }
+  for (int64_t r = i; r < i + R; ++r)
+    for (int64_t col = j; col < m; ++col) {
+      T sum = 0;
+      for (int64_t p = 0; p < k; ++p)
+        sum += a.data[r * a.rowStride + p * a.colStride] * b[p * ldb + col];
+      c[r * m + col] = sum;
+    }
+}
+
+/// The row form, for a c of kNarrow columns or more: row i of c is the sum over p of a[i, p] times row p of
+/// b (contiguous, `ldb` apart), four rows and two vectors of columns at a time in registers.
+template <typename T>
+[[gnu::always_inline]] inline void rowForm(StridedMatrix<T> a, const T *b, int64_t ldb, T *c, int64_t n,
+                                           int64_t m, int64_t k) {
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    rowBlock<T, 4>(a, b, ldb, c, m, k, i);
+  switch (n - i) {
+  case 3:
+    return rowBlock<T, 3>(a, b, ldb, c, m, k, i);
+  case 2:
+    return rowBlock<T, 2>(a, b, ldb, c, m, k, i);
+  case 1:
+    return rowBlock<T, 1>(a, b, ldb, c, m, k, i);
+  }
+}
+
+/// Rows i to i + R and columns j to j + J of c by the dot form: rows of a (contiguous, `lda` apart) against
+/// rows of bt (b transposed, m x k, contiguous), one vector accumulator per output, R * J independent chains.
+template <typename T, int R, int J>
+[[gnu::always_inline]] inline void dotTile(const T *a, int64_t lda, const T *bt, T *c, int64_t m, int64_t k,
+                                           int64_t i, int64_t j) {
+  constexpr int64_t lanes = kLanes<T>;
+  Vec<T> acc[R][J] = {};
+  int64_t p = 0;
+  for (; p + lanes <= k; p += lanes) {
+    Vec<T> y[J];
+    for (int q = 0; q < J; ++q)
+      y[q] = load(bt + (j + q) * k + p);
+    for (int r = 0; r < R; ++r) {
+      Vec<T> x = load(a + (i + r) * lda + p);
+      for (int q = 0; q < J; ++q)
+        acc[r][q] += x * y[q];
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int q = 0; q < J; ++q) {
+      T sum = laneSum(acc[r][q]);
+      for (int64_t rest = p; rest < k; ++rest)
+        sum += a[(i + r) * lda + rest] * bt[(j + q) * k + rest];
+      c[(i + r) * m + j + q] = sum;
+    }
+}
+
+/// Rows i to i + R of c by the dot form, up to four columns at a time.
+template <typename T, int R>
+[[gnu::always_inline]] inline void dotBlock(const T *a, int64_t lda, const T *bt, T *c, int64_t m, int64_t k,
+                                            int64_t i) {
+  int64_t j = 0;
+  for (; j + 4 <= m; j += 4)
+    dotTile<T, R, 4>(a, lda, bt, c, m, k, i, j);
+  switch (m - j) {
+  case 3:
+    return dotTile<T, R, 3>(a, lda, bt, c, m, k, i, j);
+  case 2:
+    return dotTile<T, R, 2>(a, lda, bt, c, m, k, i, j);
+  case 1:
+    return dotTile<T, R, 1>(a, lda, bt, c, m, k, i, j);
+  }
+}
+
+/// The dot form, for a c of fewer than kNarrow columns: c[i, j] is the dot product of row i of a
+/// (contiguous, `lda` apart) and row j of bt, four rows at a time.
+template <typename T>
+[[gnu::always_inline]] inline void dotForm(const T *a, int64_t lda, const T *bt, T *c, int64_t n, int64_t m,
+                                           int64_t k) {
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    dotBlock<T, 4>(a, lda, bt, c, m, k, i);
+  for (; i < n; ++i)
+    dotBlock<T, 1>(a, lda, bt, c, m, k, i);
+}
+
+/// Copies `source` (rows x cols, any strides) to `target` in C order.
+template <typename T>
+[[gnu::always_inline]] inline void pack(StridedMatrix<T> source, T *target, int64_t rows, int64_t cols) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      target[i * cols + j] = source.data[i * source.rowStride + j * source.colStride];
+}
+
+/// Picks the form that reads both operands in order: the row form when c is wide (b packed unless its rows
+/// are contiguous), the row form on the transposed product when c is narrow and a's columns are contiguous
+/// (c^T = b^T a^T, then c^T transposed into c), else the dot form (b^T packed, a packed unless its rows are
+/// contiguous).
+template <typename T>
+[[gnu::always_inline]] inline void gemm(StridedMatrix<T> a, StridedMatrix<T> b, T *c, int64_t n, int64_t m,
+                                        int64_t k) {
+  if (k == 0) {
+    std::fill_n(c, n * m, T(0));
+    return;
+  }
+  if (m >= kNarrow) {
+    if (b.colStride == 1) return rowForm(a, b.data, b.rowStride, c, n, m, k);
+    T *packed = scratch<T>(static_cast<size_t>(k * m));
+    pack(b, packed, k, m);
+    return rowForm(a, packed, m, c, n, m, k);
+  }
+  if (a.rowStride == 1 && n >= kNarrow) {
+    T *transposed = scratch<T>(static_cast<size_t>(m * n));
+    rowForm(StridedMatrix<T>{b.data, b.colStride, b.rowStride}, a.data, a.colStride, transposed, m, n, k);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < m; ++j)
+        c[i * m + j] = transposed[j * n + i];
+    return;
+  }
+  bool packA = a.colStride != 1;
+  T *bt = scratch<T>(static_cast<size_t>(m * k + (packA ? n * k : 0)));
+  pack(StridedMatrix<T>{b.data, b.colStride, b.rowStride}, bt, m, k);
+  if (!packA) return dotForm(a.data, a.rowStride, bt, c, n, m, k);
+  T *rows = bt + m * k;
+  pack(a, rows, n, k);
+  dotForm(rows, k, bt, c, n, m, k);
+}
+
+// The same code compiled three times; the first the CPU runs is called.
+template <typename T>
+[[gnu::target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,bmi2")]] void
+gemmAvx512(StridedMatrix<T> a, StridedMatrix<T> b, T *c, int64_t n, int64_t m, int64_t k) {
+  gemm(a, b, c, n, m, k);
+}
+
+template <typename T>
+[[gnu::target("avx2,fma,bmi2")]] void gemmAvx2(StridedMatrix<T> a, StridedMatrix<T> b, T *c, int64_t n,
+                                               int64_t m, int64_t k) {
+  gemm(a, b, c, n, m, k);
+}
+
+template <typename T>
+void gemmBaseline(StridedMatrix<T> a, StridedMatrix<T> b, T *c, int64_t n, int64_t m, int64_t k) {
+  gemm(a, b, c, n, m, k);
+}
+
+enum class Isa { Avx512, Avx2, Baseline };
+
+Isa cpuIsa() {
+  static const Isa isa = [] {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq"))
+      return Isa::Avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::Avx2;
+    return Isa::Baseline;
+  }();
+  return isa;
+}
+
+template <typename T>
+void dispatch(StridedMatrix<T> a, StridedMatrix<T> b, T *c, int64_t n, int64_t m, int64_t k) {
+  switch (cpuIsa()) {
+  case Isa::Avx512:
+    return gemmAvx512(a, b, c, n, m, k);
+  case Isa::Avx2:
+    return gemmAvx2(a, b, c, n, m, k);
+  case Isa::Baseline:
+    return gemmBaseline(a, b, c, n, m, k);
+  }
+}
+
+} // namespace
+
+bool isSmallGemm(int64_t n, int64_t m, int64_t k) {
+  return static_cast<double>(n) * static_cast<double>(m) * static_cast<double>(k) <= 96.0 * 96 * 96;
+}
+
+void smallGemm(StridedMatrix<float> a, StridedMatrix<float> b, float *c, int64_t n, int64_t m, int64_t k) {
+  dispatch(a, b, c, n, m, k);
+}
+
+void smallGemm(StridedMatrix<double> a, StridedMatrix<double> b, double *c, int64_t n, int64_t m, int64_t k) {
+  dispatch(a, b, c, n, m, k);
+}
+
+} // namespace tg::runtime

@@ -3,6 +3,7 @@
 #include "codegen/Kernel.h"
 
 #include "ir/Assert.h"
+#include "ir/SmallVector.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -61,9 +62,10 @@ ir::DType kernelOutputDtype(const ir::ScalarGraph &body) {
 
 namespace {
 
-/// An iteration space and each input's strides along it (input-major).
+/// An iteration space and each input's strides along it (input-major: strides[k * rank + axis]).
 struct Space {
-  std::vector<int64_t> shape, strides;
+  ir::SmallVector<int64_t, 8> shape;
+  ir::SmallVector<int64_t, 64> strides;
 };
 
 /// The space of `args` with its outer size-1 axes dropped and adjacent axes merged where every input's
@@ -73,28 +75,29 @@ struct Space {
 /// kernel may be specialized for (KernelSpec::innerStrides).
 Space coalesced(const KernelArgs &args, size_t numInputs) {
   auto rank = static_cast<size_t>(args.rank);
-  std::vector<size_t> kept;
-  for (size_t axis = 0; axis < rank; ++axis)
-    if (args.shape[axis] != 1 || axis + 1 == rank) kept.push_back(axis);
-  std::vector<int64_t> shape;
-  std::vector<std::vector<int64_t>> strides(numInputs);
-  for (size_t axis : kept) {
-    bool merges = !shape.empty();
+  ir::SmallVector<int64_t, 64> strides(numInputs * rank); // input-major, `rank` apart, over the axes so far
+  Space space;
+  for (size_t axis = 0; axis < rank; ++axis) {
+    if (args.shape[axis] == 1 && axis + 1 != rank) continue;
+    size_t at = space.shape.size();
+    bool merges = at > 0;
     for (size_t k = 0; k < numInputs && merges; ++k)
-      merges = strides[k].back() == args.strides[k * rank + axis] * args.shape[axis];
+      merges = strides[k * rank + at - 1] == args.strides[k * rank + axis] * args.shape[axis];
     if (merges) {
-      shape.back() *= args.shape[axis];
+      space.shape.back() *= args.shape[axis];
       for (size_t k = 0; k < numInputs; ++k)
-        strides[k].back() = args.strides[k * rank + axis];
+        strides[k * rank + at - 1] = args.strides[k * rank + axis];
       continue;
     }
-    shape.push_back(args.shape[axis]);
+    space.shape.push_back(args.shape[axis]);
     for (size_t k = 0; k < numInputs; ++k)
-      strides[k].push_back(args.strides[k * rank + axis]);
+      strides[k * rank + at] = args.strides[k * rank + axis];
   }
-  Space space{shape, {}};
-  for (const std::vector<int64_t> &along : strides)
-    space.strides.insert(space.strides.end(), along.begin(), along.end());
+  size_t kept = space.shape.size();
+  space.strides.resize(numInputs * kept);
+  for (size_t k = 0; k < numInputs; ++k)
+    for (size_t axis = 0; axis < kept; ++axis)
+      space.strides[k * kept + axis] = strides[k * rank + axis];
   return space;
 }
 
@@ -111,14 +114,15 @@ int32_t runHostKernel(const KernelSpec &spec, HostKernel kernel, const KernelArg
   // The kernel sees one plane, the last two axes, as a rank-2 space; below rank 2 the missing axes have size
   // 1 and stride 0.
   int64_t planeShape[2] = {rank >= 2 ? space.shape[rank - 2] : 1, rank >= 1 ? space.shape[rank - 1] : 1};
-  std::vector<int64_t> planeStrides(2 * numInputs, 0);
+  ir::SmallVector<int64_t, 32> planeStrides(2 * numInputs, 0);
   for (size_t k = 0; k < numInputs; ++k) {
     if (rank >= 2) planeStrides[2 * k] = stride(k, rank - 2);
     if (rank >= 1) planeStrides[2 * k + 1] = stride(k, rank - 1);
   }
   int64_t planeSize = planeShape[0] * planeShape[1];
   // The outer multi-index of begin's plane, and each input's element offset of that plane's start.
-  std::vector<int64_t> index(rank > 2 ? rank - 2 : 0), offsets(numInputs, 0);
+  ir::SmallVector<int64_t, 8> index(rank > 2 ? rank - 2 : 0);
+  ir::SmallVector<int64_t, 16> offsets(numInputs, 0);
   int64_t plane = begin / planeSize, planeStart = begin % planeSize;
   for (size_t axis = index.size(); axis-- > 0;) {
     index[axis] = plane % space.shape[axis];
@@ -126,7 +130,7 @@ int32_t runHostKernel(const KernelSpec &spec, HostKernel kernel, const KernelArg
     for (size_t k = 0; k < numInputs; ++k)
       offsets[k] += index[axis] * stride(k, axis);
   }
-  std::vector<const void *> planeInputs(numInputs);
+  ir::SmallVector<const void *, 16> planeInputs(numInputs);
   KernelArgs planeArgs = args;
   planeArgs.rank = 2;
   planeArgs.shape = planeShape;
@@ -160,13 +164,13 @@ Layout kernelLayout(const ir::ScalarGraph &body, std::span<const int64_t> space,
   bool reduction = body.reduction.has_value();
   TG_ASSERT(reduction || reducedAxes.empty()) << "only a reduction kernel reduces axes";
   auto rank = static_cast<int64_t>(space.size());
-  std::vector<bool> reduced(space.size(), false);
+  ir::SmallVector<bool, 8> reduced(space.size(), false);
   for (int64_t axis : reducedAxes) {
     TG_ASSERT(axis >= -rank && axis < rank) << "axis " << axis << " out of range for rank " << rank;
     reduced[static_cast<size_t>(axis < 0 ? axis + rank : axis)] = true;
   }
   // The order the kernel walks the axes in, innermost first: the reduced ones, then the kept ones.
-  std::vector<size_t> innermostFirst;
+  ir::SmallVector<size_t, 8> innermostFirst;
   for (bool group : {true, false})
     for (size_t axis = space.size(); axis-- > 0;)
       if (reduced[axis] == group) innermostFirst.push_back(axis);

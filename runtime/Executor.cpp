@@ -136,9 +136,11 @@ Tensor Executor::runStep(const Step &step, std::vector<Tensor> &arguments) {
   ir::OpKind kind = node.op().kind();
   if (kind == ir::OpKind::ToDevice || kind == ir::OpKind::ToHost) return transfer(node, arguments[0]);
   if (node.op().place() == ir::Place::Device) return device_->run(node, arguments);
-  std::vector<Tensor> results = runOp(node.op(), arguments, {node.output()->type()}, /*reuseInputs=*/true);
-  TG_ASSERT(results.size() == 1) << node.op().str() << " computed " << results.size() << " results";
-  return std::move(results[0]);
+  ir::DType dtype = node.output()->type().dtype;
+  Tensor result = runKernel(node.op(), arguments, dtype, /*reuseInputs=*/true);
+  TG_ASSERT(result.dtype() == dtype) << node.op().str() << " computed " << ir::dtypeName(result.dtype())
+                                     << ", but its type says " << node.output()->type().str();
+  return result;
 }
 
 std::vector<Tensor> Executor::run(const std::vector<Tensor> &inputs, size_t count) {

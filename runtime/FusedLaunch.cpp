@@ -1,6 +1,7 @@
 #include "runtime/FusedLaunch.h"
 
 #include "ir/Assert.h"
+#include "ir/SmallVector.h"
 #include "ir/SourceLoc.h"
 #include "runtime/KernelSupport.h"
 
@@ -12,7 +13,7 @@ Launch::Launch(const ir::ScalarGraph &body, const std::vector<Tensor> &operands,
   for (const Tensor &input : operands)
     shape = broadcastShapes(shape, input.shape());
   output = allocate(body.resultDtype(), shape);
-  std::vector<codegen::LayoutInput> layoutInputs;
+  ir::SmallVector<codegen::LayoutInput, 8> layoutInputs;
   for (const Tensor &input : operands) {
     inputs.push_back(input.rawData());
     layoutInputs.push_back({input.shape(), input.strides()});
@@ -60,7 +61,7 @@ ReductionLaunch::ReductionLaunch(const ir::Op &op, const std::vector<Tensor> &op
   output = allocate(dtype, outShape);
   for (size_t axis : order)
     shape.push_back(space[axis]);
-  std::vector<codegen::LayoutInput> layoutInputs;
+  ir::SmallVector<codegen::LayoutInput, 8> layoutInputs;
   for (const Tensor &input : operands) {
     inputs.push_back(input.rawData());
     layoutInputs.push_back({input.shape(), input.strides()});

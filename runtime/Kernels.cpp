@@ -37,9 +37,11 @@ size_t normalizeAxis(int64_t axis, size_t rank) {
   return static_cast<size_t>(normalized);
 }
 
-namespace {
-
 Tensor runKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype, bool reuseInputs) {
+  int arity = op.info().arity;
+  TG_ASSERT(arity < 0 ? !inputs.empty() || op.kind() == OpKind::Fused
+                      : inputs.size() == static_cast<size_t>(arity))
+      << op.name() << " given " << inputs.size() << " inputs";
   switch (op.kind()) {
 #define UNARY_OP(Enum, name) case OpKind::Enum:
 #define BINARY_OP(Enum, name) case OpKind::Enum:
@@ -76,14 +78,8 @@ Tensor runKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType 
   return {};
 }
 
-} // namespace
-
 std::vector<Tensor> runOp(const ir::Op &op, const std::vector<Tensor> &inputs,
                           const std::vector<ir::TensorType> &outputTypes, bool reuseInputs) {
-  int arity = op.info().arity;
-  TG_ASSERT(arity < 0 ? !inputs.empty() || op.kind() == OpKind::Fused
-                      : inputs.size() == static_cast<size_t>(arity))
-      << op.name() << " given " << inputs.size() << " inputs";
   TG_ASSERT(outputTypes.size() == 1) << op.name() << " has one output, not " << outputTypes.size();
   Tensor result = runKernel(op, inputs, outputTypes[0].dtype, reuseInputs);
   TG_ASSERT(result.dtype() == outputTypes[0].dtype)

@@ -19,6 +19,10 @@ namespace tg::runtime {
 std::vector<Tensor> runOp(const ir::Op &op, const std::vector<Tensor> &inputs,
                           const std::vector<ir::TensorType> &outputTypes, bool reuseInputs = false);
 
+/// runOp's one result, of `dtype`, without the vectors around it: what the executor calls every step.
+Tensor runKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype,
+                 bool reuseInputs = false);
+
 /// A fused node's program evaluated instruction by instruction with the kernels above, over whole tensors
 /// (then reduced, for a reduction with a prologue), giving `dtype`: the reference the generated kernels are
 /// tested against.

@@ -72,6 +72,12 @@ bool isPrologueReduction(OpKind kind) {
   return isReduction(kind) && kind != OpKind::Argmax && kind != OpKind::Argmin;
 }
 
+std::optional<double> fillValue(OpKind kind) {
+  if (kind == OpKind::OnesLike) return 1.0;
+  if (kind == OpKind::ZerosLike) return 0.0;
+  return std::nullopt;
+}
+
 bool isScalarOp(OpKind kind) {
   return opInfo(kind).fusion == FusionKind::Elementwise;
 }

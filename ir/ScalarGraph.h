@@ -60,5 +60,8 @@ struct ScalarGraph {
 bool isScalarOp(OpKind kind);
 /// Whether a reduction of `kind` can take a prologue (every reduction but argmax and argmin).
 bool isPrologueReduction(OpKind kind);
+/// The value an op of `kind` fills its operand's shape with (ones_like 1, zeros_like 0), which a scalar graph
+/// holds as an immediate (a Full instruction), reading nothing; nullopt for every other op.
+std::optional<double> fillValue(OpKind kind);
 
 } // namespace tg::ir

@@ -17,6 +17,14 @@ bool fusible(const Node *node) {
   return node->op().kind() != ir::OpKind::Fused && ir::isScalarOp(node->op().kind());
 }
 
+/// ones_like and zeros_like: a member computes them as an immediate, reading nothing, so any number of
+/// clusters may take one that others read too (each reader's kernel makes its own); it lives on, like a copy,
+/// while a node outside them reads it. Their operand stays an input of the fused node, which gives it its
+/// shape.
+bool isFill(const Node *node) {
+  return ir::fillValue(node->op().kind()).has_value();
+}
+
 bool isPrologueRoot(const Node *node) {
   return ir::isPrologueReduction(node->op().kind());
 }
@@ -115,7 +123,7 @@ private:
     dead_.push_back(root);
     for (const Member &member : members_) {
       if (member.node == root) continue;
-      if (copies_ == 0) {
+      if (copies_ == 0 && !isFill(member.node)) {
         die(member);
       } else {
         copied_.push_back(member);
@@ -130,6 +138,7 @@ private:
     std::sort(copied_.begin(), copied_.end(),
               [](const Member &a, const Member &b) { return a.position > b.position; });
     for (const Member &member : copied_) {
+      if (order_[member.position] != member.node) continue; // a fill that several clusters took, settled
       const auto &uses = member.node->output()->clients();
       if (std::none_of(uses.begin(), uses.end(), [this](const ir::Use &use) { return !dies(use.node); }))
         die(member);
@@ -143,24 +152,27 @@ private:
 
   void absorbIfFits(Value *input) {
     Node *producer = input->owner();
-    if (!producer || !fusible(producer) || clustered(producer)) return;
+    if (!producer || !(isFill(producer) || (fusible(producer) && !clustered(producer)))) return;
     if (producer->op().place() != place_ || input->type().shape != shape_) return;
     // Read outside the cluster: by a graph output or a node that stays (the nodes the pass replaced are
     // listed as readers until it removes them, at the end).
+    // A fill counts as a reader that stays (until the stage ends) even inside the cluster: another cluster
+    // may take it too, reading its operand as an input.
     bool shared = false, compared = false;
     for (const ir::Use &use : input->clients()) {
-      shared = shared || !use.node || (clusterOfNode(use.node) != cluster_ && !dies(use.node));
+      shared = shared || !use.node ||
+               ((clusterOfNode(use.node) != cluster_ || isFill(use.node)) && !dies(use.node));
       compared = compared || (use.node && ir::isComparison(use.node->op().kind()));
     }
     // Two kernels may compute one value with different last bits (vector math in one, scalar in the other),
     // so a value that is compared is never recomputed: max's gradient, x == max(x), must see its own maximum.
-    if (shared && (!reduction_ || copies_ == kMaxPrologueCopies || compared)) return;
+    if (shared && !isFill(producer) && (!reduction_ || copies_ == kMaxPrologueCopies || compared)) return;
     // Absorbing the producer trades its value for its own operands as inputs of the fused node.
     size_t added = 0;
     for (Value *operand : producer->inputs())
       added += !isImmediate(operand) && !isMemberValue(operand) && !isExternal(operand);
     if (externalCount_ - 1 + added > kMaxFusedInputs) return;
-    copies_ += shared;
+    copies_ += shared && !isFill(producer);
     clusterOf_[static_cast<size_t>(producer->id())] = cluster_;
     members_.push_back(memberAt(producer));
     unmarkExternal(input);
@@ -243,7 +255,20 @@ private:
       valueStamp_[id] = stamp;
       valueSlot_[id] = operand;
     };
+    auto readInput = [&](Value *input) {
+      number(input, static_cast<uint32_t>(inputs.size()));
+      inputs.push_back(input);
+      body->inputDtypes.push_back(input->type().dtype);
+      return static_cast<uint32_t>(inputs.size() - 1);
+    };
     for (const auto &[position, member] : members_) {
+      if (std::optional<double> fill = ir::fillValue(member->op().kind())) {
+        // An immediate; its operand is an input all the same (unless the program computes it), for its shape.
+        if (!numbered(member->input(0))) readInput(member->input(0));
+        instrs.push_back({ir::OpKind::Full, member->output()->type().dtype, {}, *fill});
+        number(member->output(), kInstructionBit | static_cast<uint32_t>(instrs.size() - 1));
+        continue;
+      }
       ir::ScalarInstr instr{member->op().kind(), member->output()->type().dtype, {}, 0};
       for (Value *input : member->inputs()) {
         if (std::optional<uint32_t> operand = numbered(input)) {
@@ -253,10 +278,7 @@ private:
           number(input, kInstructionBit | static_cast<uint32_t>(instrs.size() - 1));
           instr.operands.push_back(kInstructionBit | static_cast<uint32_t>(instrs.size() - 1));
         } else {
-          number(input, static_cast<uint32_t>(inputs.size()));
-          inputs.push_back(input);
-          body->inputDtypes.push_back(input->type().dtype);
-          instr.operands.push_back(static_cast<uint32_t>(inputs.size() - 1));
+          instr.operands.push_back(readInput(input));
         }
       }
       instrs.push_back(std::move(instr));

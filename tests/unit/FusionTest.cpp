@@ -245,5 +245,40 @@ TEST(FusionTest, SixtyFourBitIntegersBeyondDoublesStayInputs) {
   EXPECT_EQ(result.data<int64_t>()[1], value - 6);
 }
 
+TEST(FusionTest, FillsAreImmediatesOfTheKernelsThatReadThem) {
+  // mean's gradient: sum(ones_like(x)) counts x's elements; ones_like(x) is read by a second kernel too, and
+  // zeros_like(g) by a third. Each is an immediate in every kernel that reads it (no kernel fills a tensor),
+  // and x stays an input of the count for its shape alone.
+  ir::Graph graph;
+  Value *x = graph.addInput(f32({3, 5}), "x");
+  Value *g = graph.addInput(f32({3, 5}), "g");
+  Value *ones = graph.addNode(ir::Op(OpKind::OnesLike), {x})->output();
+  ir::OpAttrs all;
+  all.axes = {0, 1};
+  Value *count = graph.addNode(ir::Op(OpKind::Sum, all), {ones})->output();
+  Value *scaled = graph.addNode(ir::Op(OpKind::Mul), {ones, g})->output();
+  Value *zeros = graph.addNode(ir::Op(OpKind::ZerosLike), {g})->output();
+  graph.addOutput(count);
+  graph.addOutput(graph.addNode(ir::Op(OpKind::Exp), {scaled})->output());
+  graph.addOutput(graph.addNode(ir::Op(OpKind::Sub), {scaled, zeros})->output());
+  std::vector<ir::TensorData> before = run(graph, 7);
+  PassProfile profile;
+  fuseElementwise(graph, profile);
+  graph.removeDeadNodes();
+  ASSERT_TRUE(graph.verify().empty()) << graph.verify().front();
+  for (const Node *node : graph.toposort())
+    EXPECT_EQ(node->op().kind(), OpKind::Fused) << node->op().str() << " is not in a kernel";
+  EXPECT_EQ(countKernels(graph), 4u) << "the count, ones * g (read by two), its exp, and it minus zeros";
+  const Node *counting = graph.outputs()[0]->owner();
+  ASSERT_EQ(counting->inputs().size(), 1u);
+  EXPECT_EQ(counting->input(0), x);
+  std::vector<ir::TensorData> after = run(graph, 7);
+  ASSERT_EQ(after.size(), before.size());
+  EXPECT_EQ(after[0].get(0), 15.0);
+  for (size_t output = 1; output < after.size(); ++output)
+    for (int64_t i = 0; i < before[output].numElements(); ++i)
+      EXPECT_NEAR(after[output].get(i), before[output].get(i), 1e-5 * std::abs(before[output].get(i)));
+}
+
 } // namespace
 } // namespace tg::opt

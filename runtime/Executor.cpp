@@ -1,6 +1,8 @@
 #include "runtime/Executor.h"
 
 #include "ir/Assert.h"
+#include "runtime/FusedLaunch.h"
+#include "runtime/KernelSupport.h"
 #include "runtime/Kernels.h"
 
 #include <algorithm>
@@ -86,7 +88,9 @@ const Executor::Plan &Executor::plan(size_t count) {
   auto plan = std::make_unique<Plan>();
   for (const ir::Node *node : graph_.toposort())
     if (needed.count(node)) {
-      Step step{node, {}, {}, {}, slotOf_.at(node->output())};
+      Step step{node, {}, {}, {}, slotOf_.at(node->output()), nullptr};
+      if (node->op().kind() == ir::OpKind::Fused && node->op().place() == ir::Place::Host)
+        step.launch = std::make_shared<HostLaunchMemo>();
       for (const ir::Value *input : node->inputs())
         step.arguments.push_back(slotOf_.at(input));
       plan->steps.push_back(std::move(step));
@@ -137,7 +141,9 @@ Tensor Executor::runStep(const Step &step, std::vector<Tensor> &arguments) {
   if (kind == ir::OpKind::ToDevice || kind == ir::OpKind::ToHost) return transfer(node, arguments[0]);
   if (node.op().place() == ir::Place::Device) return device_->run(node, arguments);
   ir::DType dtype = node.output()->type().dtype;
-  Tensor result = runKernel(node.op(), arguments, dtype, /*reuseInputs=*/true);
+  Tensor result = step.launch
+                      ? fusedKernel(node.op(), arguments, dtype, /*reuseInputs=*/true, step.launch.get())
+                      : runKernel(node.op(), arguments, dtype, /*reuseInputs=*/true);
   TG_ASSERT(result.dtype() == dtype) << node.op().str() << " computed " << ir::dtypeName(result.dtype())
                                      << ", but its type says " << node.output()->type().str();
   return result;

@@ -3,7 +3,8 @@
 // nodes those outputs depend on, each value's slot, and after which node each value dies. At run time a
 // value's last reader takes it over (an elementwise kernel may write its result over it), every other value
 // is dropped right after its last reader, and the host buffers come from the executor's own pool, so that a
-// run after the first allocates nothing.
+// run after the first allocates no tensor memory. A host fused node's step keeps its last launch: while its
+// operands keep their shapes and strides, the next run binds pointers to the same kernel and arguments.
 #pragma once
 
 #include "ir/Graph.h"
@@ -16,6 +17,8 @@
 #include <vector>
 
 namespace tg::runtime {
+
+class HostLaunchMemo; // FusedLaunch.h
 
 /// Inputs that do not fit the script: a missing or unknown name, a wrong dtype or shape (Session::step,
 /// checkInputs), or a param's new value of another type (Session::setParam).
@@ -60,6 +63,7 @@ private:
     std::vector<bool> takes;
     std::vector<uint32_t> drops;
     uint32_t result;
+    std::shared_ptr<HostLaunchMemo> launch; // a host fused node's last launch (FusedLaunch.h)
   };
   /// The steps that compute the first `outputs.size()` graph outputs, in topological order.
   struct Plan {

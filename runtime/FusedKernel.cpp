@@ -4,6 +4,7 @@
 // program run op by op by the CPU kernels, is the reference the generated kernels are tested against.
 #include "codegen/Kernel.h"
 #include "ir/ScalarGraph.h"
+#include "ir/SmallVector.h"
 #include "ir/SourceLoc.h"
 #include "runtime/FusedLaunch.h"
 #include "runtime/KernelSupport.h"
@@ -51,7 +52,8 @@ Tensor outputOver(const std::vector<Tensor> &operands, bool reuseOperands, ir::D
   return Tensor::empty(dtype, shape);
 }
 
-Tensor runHost(const ir::ScalarGraph &body, const std::vector<Tensor> &operands, bool reuseOperands) {
+Tensor runHost(const ir::ScalarGraph &body, const std::vector<Tensor> &operands, bool reuseOperands,
+               HostLaunchMemo *memo) {
   Launch launch(body, operands, [&](ir::DType dtype, std::vector<int64_t> shape) {
     return outputOver(operands, reuseOperands, dtype, shape);
   });
@@ -60,8 +62,9 @@ Tensor runHost(const ir::ScalarGraph &body, const std::vector<Tensor> &operands,
     spec.innerStrides = codegen::innerStridePattern(launch.strides, operands.size(), launch.shape.size());
   codegen::HostKernel kernel = codegen::compileHostKernel(spec);
   int64_t count = launch.output.numElements();
-  runOnThreads(spec, kernel, launch.args, count,
-               std::clamp<int64_t>(count / kElementsPerThread, 1, hostThreads()));
+  int64_t threads = std::clamp<int64_t>(count / kElementsPerThread, 1, hostThreads());
+  if (memo) memo->record(operands, spec, kernel, launch.args, launch.output.shape(), threads);
+  runOnThreads(spec, kernel, launch.args, count, threads);
   return launch.output;
 }
 
@@ -82,7 +85,8 @@ bool readsAcrossOutputs(const ReductionLaunch &launch, size_t numInputs) {
   return unitAcross;
 }
 
-Tensor runHostReduction(const ir::Op &op, const std::vector<Tensor> &operands, ir::DType dtype) {
+Tensor runHostReduction(const ir::Op &op, const std::vector<Tensor> &operands, ir::DType dtype,
+                        HostLaunchMemo *memo) {
   ReductionLaunch launch(op, operands, dtype, Tensor::empty);
   codegen::KernelSpec spec{op.attrs().body.get(), launch.layout};
   if (launch.layout ==
@@ -94,11 +98,33 @@ Tensor runHostReduction(const ir::Op &op, const std::vector<Tensor> &operands, i
   spec.blockedOutputs = readsAcrossOutputs(launch, operands.size());
   codegen::HostKernel kernel = codegen::compileHostKernel(spec);
   int64_t count = launch.output.numElements();
-  if (count == 0) return launch.output;
   int64_t work = count * std::max<int64_t>(launch.reducedCount, 1);
-  runOnThreads(spec, kernel, launch.args, count,
-               std::clamp<int64_t>(std::min(work / kElementsPerThread, count), 1, hostThreads()));
+  int64_t threads = std::clamp<int64_t>(std::min(work / kElementsPerThread, count), 1, hostThreads());
+  if (memo) memo->record(operands, spec, kernel, launch.args, launch.output.shape(), threads);
+  if (count > 0) runOnThreads(spec, kernel, launch.args, count, threads);
   return launch.output;
+}
+
+/// A launch like the last one `memo` recorded: the operands' pointers and a new output bound to its
+/// arguments.
+Tensor runMemoized(const HostLaunchMemo &memo, const std::vector<Tensor> &operands, ir::DType dtype,
+                   bool reuseOperands) {
+  bool reduction = memo.spec.body->reduction.has_value();
+  Tensor output = reduction ? Tensor::empty(dtype, memo.outputShape)
+                            : outputOver(operands, reuseOperands, dtype, memo.outputShape);
+  int64_t count = output.numElements();
+  if (count == 0) return output;
+  ir::SmallVector<const void *, 16> inputs;
+  for (const Tensor &operand : operands)
+    inputs.push_back(operand.rawData());
+  codegen::KernelArgs args{static_cast<int64_t>(memo.shape.size()),
+                           memo.shape.data(),
+                           inputs.data(),
+                           memo.strides.data(),
+                           output.rawData(),
+                           memo.reducedRank};
+  runOnThreads(memo.spec, memo.kernel, args, count, memo.threads);
+  return output;
 }
 
 } // namespace
@@ -135,9 +161,12 @@ Tensor evaluateFusedByKernels(const ir::Op &fused, const std::vector<Tensor> &in
   return reductionKernel(ir::Op(*body.reduction, fused.attrs()), result, dtype);
 }
 
-Tensor fusedKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype, bool reuseInputs) {
+Tensor fusedKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype, bool reuseInputs,
+                   HostLaunchMemo *memo) {
+  if (memo && memo->fits(inputs)) return runMemoized(*memo, inputs, dtype, reuseInputs);
   const ir::ScalarGraph &body = *op.attrs().body;
-  return body.reduction ? runHostReduction(op, inputs, dtype) : runHost(body, inputs, reuseInputs);
+  return body.reduction ? runHostReduction(op, inputs, dtype, memo)
+                        : runHost(body, inputs, reuseInputs, memo);
 }
 
 } // namespace tg::runtime

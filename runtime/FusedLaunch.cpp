@@ -5,6 +5,8 @@
 #include "ir/SourceLoc.h"
 #include "runtime/KernelSupport.h"
 
+#include <algorithm>
+
 namespace tg::runtime {
 
 Launch::Launch(const ir::ScalarGraph &body, const std::vector<Tensor> &operands,
@@ -76,6 +78,41 @@ ReductionLaunch::ReductionLaunch(const ir::Op &op, const std::vector<Tensor> &op
           strides.data(),
           output.rawData(),
           reducedRank};
+}
+
+bool HostLaunchMemo::fits(const std::vector<Tensor> &operands) const {
+  if (!kernel) return false;
+  size_t at = 0;
+  for (const Tensor &operand : operands) {
+    size_t rank = operand.rank();
+    if (at + 1 + 2 * rank > operandLayout_.size() || operandLayout_[at] != static_cast<int64_t>(rank) ||
+        !std::equal(operand.shape().begin(), operand.shape().end(), operandLayout_.begin() + at + 1) ||
+        !std::equal(operand.strides().begin(), operand.strides().end(),
+                    operandLayout_.begin() + at + 1 + rank))
+      return false;
+    at += 1 + 2 * rank;
+  }
+  return at == operandLayout_.size();
+}
+
+void HostLaunchMemo::record(const std::vector<Tensor> &operands, const codegen::KernelSpec &launchSpec,
+                            codegen::HostKernel launchKernel, const codegen::KernelArgs &args,
+                            std::vector<int64_t> launchOutputShape, int64_t launchThreads) {
+  operandLayout_.clear();
+  for (const Tensor &operand : operands) {
+    operandLayout_.push_back(static_cast<int64_t>(operand.rank()));
+    operandLayout_.insert(operandLayout_.end(), operand.shape().begin(), operand.shape().end());
+    operandLayout_.insert(operandLayout_.end(), operand.strides().begin(), operand.strides().end());
+  }
+  spec = launchSpec;
+  kernel = launchKernel;
+  shape.assign(args.shape, args.shape + args.rank);
+  strides.clear();
+  if (spec.layout == codegen::Layout::Strided || spec.body->reduction)
+    strides.assign(args.strides, args.strides + args.rank * static_cast<int64_t>(operands.size()));
+  outputShape = std::move(launchOutputShape);
+  reducedRank = args.reducedRank;
+  threads = launchThreads;
 }
 
 } // namespace tg::runtime

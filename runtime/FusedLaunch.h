@@ -46,4 +46,26 @@ struct ReductionLaunch {
   ReductionLaunch(const ReductionLaunch &) = delete;
 };
 
+/// What a host fused kernel's launch derived from its operands' shapes and strides (the kernel, its layout
+/// and arguments, the output's shape, the threads), kept by the executor for the node's next call: while the
+/// operands keep their shapes and strides, as they do step after step, a launch only binds their pointers and
+/// an output.
+class HostLaunchMemo {
+public:
+  /// Whether `operands` have the shapes and strides of the launch recorded last.
+  bool fits(const std::vector<Tensor> &operands) const;
+  /// Records a launch over `operands`.
+  void record(const std::vector<Tensor> &operands, const codegen::KernelSpec &spec,
+              codegen::HostKernel kernel, const codegen::KernelArgs &args, std::vector<int64_t> outputShape,
+              int64_t threads);
+
+  codegen::KernelSpec spec;
+  codegen::HostKernel kernel = nullptr;
+  std::vector<int64_t> shape, strides, outputShape; // the arguments' iteration space and strides
+  int64_t reducedRank = 0, threads = 1;
+
+private:
+  std::vector<int64_t> operandLayout_; // each operand's rank, shape and strides, one after another
+};
+
 } // namespace tg::runtime

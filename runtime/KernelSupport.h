@@ -15,6 +15,8 @@
 
 namespace tg::runtime {
 
+class HostLaunchMemo; // FusedLaunch.h
+
 /// Calls f with a value of the C++ element type of `dtype` (bool, int32_t, int64_t, float, double):
 /// visitDType(t.dtype(), [&](auto zero) { using T = decltype(zero); ... }).
 template <typename F>
@@ -128,7 +130,9 @@ struct ArangeTerms {
 };
 ArangeTerms arangeTerms(const ir::OpAttrs &attrs, ir::DType dtype);
 Tensor sortKernel(const ir::Op &op, const Tensor &input, ir::DType dtype);
-/// A fused node's program over whole tensors; `reuseInputs` as runOp's (Kernels.h).
-Tensor fusedKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype, bool reuseInputs);
+/// A fused node's program over whole tensors; `reuseInputs` as runOp's (Kernels.h). With a `memo`, a launch
+/// over operands of the shapes and strides it recorded reuses what it holds, and any other records itself.
+Tensor fusedKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype, bool reuseInputs,
+                   HostLaunchMemo *memo = nullptr);
 
 } // namespace tg::runtime

@@ -203,6 +203,43 @@ TEST(ExecutorTest, AnElementwiseKernelWritesOverAValueOnlyItsCallerGaveUp) {
   EXPECT_EQ(values(inputs[0]), (std::vector<double>{1, 2, 3}));
 }
 
+TEST(ExecutorTest, AFusedNodesLastLaunchServesOperandsOfItsShapesAndStridesOnly) {
+  // y = x * v + 1 and its row sums, two fused nodes; run again with the same operands (the kept launch), then
+  // with a transposed view (other strides), another shape, and the first operands again.
+  Graph graph;
+  tg::ir::Value *x = graph.addInput({DType::F32, {Dim::named("n"), Dim::named("m")}}, "x");
+  tg::ir::Value *v = graph.addInput({DType::F32, {Dim::named("m")}}, "v");
+  tg::ir::Value *one = graph.addConstant(TensorData::scalar(DType::F32, 1));
+  tg::ir::Value *scaled = graph.addNode(Op(OpKind::Mul), {x, v})->output();
+  tg::ir::Value *y = graph.addNode(Op(OpKind::Add), {scaled, one})->output();
+  graph.addOutput(y);
+  graph.addOutput(graph.addNode(Op(OpKind::Sum, axes({1})), {y})->output());
+  tg::opt::PassProfile profile;
+  tg::opt::fuseElementwise(graph, profile);
+  graph.removeDeadNodes();
+  tg::runtime::Executor executor(graph);
+  auto expectRun = [&](const Tensor &xs, const Tensor &vs, const char *what) {
+    std::vector<Tensor> outputs = executor.run({xs, vs});
+    std::vector<double> xv = values(xs.contiguous()), vv = values(vs);
+    size_t rows = static_cast<size_t>(xs.shape()[0]), cols = static_cast<size_t>(xs.shape()[1]);
+    std::vector<double> want(rows * cols), sums(rows, 0);
+    for (size_t i = 0; i < rows; ++i)
+      for (size_t j = 0; j < cols; ++j) {
+        want[i * cols + j] = xv[i * cols + j] * vv[j] + 1;
+        sums[i] += want[i * cols + j];
+      }
+    EXPECT_EQ(values(outputs[0]), want) << what;
+    EXPECT_EQ(values(outputs[1]), sums) << what;
+  };
+  Tensor x23 = f32({2, 3}, {1, 2, 3, 4, 5, 6}), v3 = f32({3}, {1, 10, 100});
+  expectRun(x23, v3, "first run");
+  expectRun(f32({2, 3}, {6, 5, 4, 3, 2, 1}), v3, "same shapes and strides, new values");
+  Tensor transposed = f32({3, 2}, {1, 2, 3, 4, 5, 6}).permuted({1, 0});
+  expectRun(transposed, v3, "a transposed view");
+  expectRun(f32({4, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}), v3, "another shape");
+  expectRun(x23, v3, "the first operands again");
+}
+
 TEST(ExecutorTest, ABufferPoolHandsFreedBuffersOutAgainAndKeepsWhatOneRoundNeeds) {
   auto pool = std::make_unique<tg::runtime::HostBufferPool>();
   std::byte *first = nullptr;

@@ -6,7 +6,6 @@
 #include "runtime/Kernels.h"
 
 #include <algorithm>
-#include <map>
 #include <unordered_set>
 
 namespace tg::runtime {
@@ -15,38 +14,44 @@ void checkInputs(const std::vector<ir::Value *> &inputs, const std::vector<Tenso
                  const std::vector<ir::SourceLoc> &declarations) {
   TG_ASSERT(inputs.size() == tensors.size())
       << tensors.size() << " tensors for " << inputs.size() << " inputs";
+  // The symbols bound so far (a script has a few): no map, and no message built unless one is thrown.
   struct Binding {
+    const std::string *symbol;
     int64_t size;
     const ir::Value *input;
   };
-  std::map<std::string, Binding> symbols;
+  std::vector<Binding> symbols;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ir::TensorType &type = inputs[i]->type();
     const Tensor &tensor = tensors[i];
-    std::string name = "input '" + inputs[i]->name() + "'";
+    auto name = [&] { return "input '" + inputs[i]->name() + "'"; };
     ir::SourceLoc loc = i < declarations.size() ? declarations[i] : ir::SourceLoc{};
     if (tensor.dtype() != type.dtype)
-      throw InputError(name + " has dtype " + ir::dtypeName(tensor.dtype()) + ", but the script declares " +
+      throw InputError(name() + " has dtype " + ir::dtypeName(tensor.dtype()) + ", but the script declares " +
                            type.str(),
                        loc);
     if (tensor.rank() != type.rank())
-      throw InputError(
-          name + " has shape " + shapeTuple(tensor.shape()) + ", but the script declares " + type.str(), loc);
+      throw InputError(name() + " has shape " + shapeTuple(tensor.shape()) + ", but the script declares " +
+                           type.str(),
+                       loc);
     for (size_t d = 0; d < type.rank(); ++d) {
       const ir::Dim &dim = type.shape[d];
       int64_t size = tensor.shape()[d];
-      std::string prefix = name + ": dimension " + std::to_string(d) + " is ";
+      auto prefix = [&] { return name() + ": dimension " + std::to_string(d) + " is "; };
       if (dim.isStatic()) {
         if (size != dim.size())
-          throw InputError(prefix + std::to_string(size) + ", but the script declares " + type.str(), loc);
+          throw InputError(prefix() + std::to_string(size) + ", but the script declares " + type.str(), loc);
         continue;
       }
-      auto [bound, inserted] = symbols.try_emplace(dim.symbol(), Binding{size, inputs[i]});
-      if (!inserted && bound->second.size != size)
-        throw InputError(prefix + dim.symbol() + "=" + std::to_string(size) + ", but " + dim.symbol() + "=" +
-                             std::to_string(bound->second.size) + " from input '" +
-                             bound->second.input->name() + "'",
+      auto bound = std::find_if(symbols.begin(), symbols.end(),
+                                [&](const Binding &binding) { return *binding.symbol == dim.symbol(); });
+      if (bound == symbols.end()) {
+        symbols.push_back({&dim.symbol(), size, inputs[i]});
+      } else if (bound->size != size) {
+        throw InputError(prefix() + dim.symbol() + "=" + std::to_string(size) + ", but " + dim.symbol() +
+                             "=" + std::to_string(bound->size) + " from input '" + bound->input->name() + "'",
                          loc);
+      }
     }
   }
 }

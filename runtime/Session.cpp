@@ -2,6 +2,8 @@
 
 #include "ir/Assert.h"
 
+#include <algorithm>
+
 namespace tg::runtime {
 
 namespace {
@@ -31,15 +33,14 @@ Session::Session(const ir::Program &program, Device *device)
 
 std::vector<Tensor> Session::step(const std::map<std::string, Tensor> &inputs, bool applyUpdates) {
   for (const auto &[name, tensor] : inputs) {
-    bool declared = false;
+    if (std::any_of(program_.inputs.begin(), program_.inputs.end(),
+                    [&](const ir::Program::Input &input) { return input.name == name; }))
+      continue;
     std::string names;
-    for (const ir::Program::Input &input : program_.inputs) {
-      declared = declared || input.name == name;
+    for (const ir::Program::Input &input : program_.inputs)
       names += (names.empty() ? "" : ", ") + input.name;
-    }
-    if (!declared)
-      throw InputError("unknown input '" + name + "'; " +
-                       (names.empty() ? "the script has no inputs" : "the script's inputs are: " + names));
+    throw InputError("unknown input '" + name + "'; " +
+                     (names.empty() ? "the script has no inputs" : "the script's inputs are: " + names));
   }
 
   // Graph inputs are the script's inputs, then its params.

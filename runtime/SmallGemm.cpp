@@ -57,6 +57,31 @@ template <typename T>
   return pair[0] + pair[1];
 }
 
+/// The lane sums of kLanes vectors as one vector: lane r is the sum of acc[r]'s lanes (neighbours added
+/// pairwise, then pairs, then halves: log2(lanes) shuffles and additions for all of them together).
+[[gnu::always_inline]] inline Vec<float> laneSums(const Vec<float> (&acc)[8]) {
+  auto pair = [](Vec<float> a, Vec<float> b) {
+    return __builtin_shufflevector(a, b, 0, 8, 2, 10, 4, 12, 6, 14) +
+           __builtin_shufflevector(a, b, 1, 9, 3, 11, 5, 13, 7, 15);
+  };
+  auto quad = [](Vec<float> p, Vec<float> q) {
+    return __builtin_shufflevector(p, q, 0, 1, 8, 9, 4, 5, 12, 13) +
+           __builtin_shufflevector(p, q, 2, 3, 10, 11, 6, 7, 14, 15);
+  };
+  Vec<float> low = quad(pair(acc[0], acc[1]), pair(acc[2], acc[3]));
+  Vec<float> high = quad(pair(acc[4], acc[5]), pair(acc[6], acc[7]));
+  return __builtin_shufflevector(low, high, 0, 1, 2, 3, 8, 9, 10, 11) +
+         __builtin_shufflevector(low, high, 4, 5, 6, 7, 12, 13, 14, 15);
+}
+
+[[gnu::always_inline]] inline Vec<double> laneSums(const Vec<double> (&acc)[4]) {
+  auto pair = [](Vec<double> a, Vec<double> b) {
+    return __builtin_shufflevector(a, b, 0, 4, 2, 6) + __builtin_shufflevector(a, b, 1, 5, 3, 7);
+  };
+  Vec<double> low = pair(acc[0], acc[1]), high = pair(acc[2], acc[3]);
+  return __builtin_shufflevector(low, high, 0, 1, 4, 5) + __builtin_shufflevector(low, high, 2, 3, 6, 7);
+}
+
 /// Memory for packed operands, kept by each thread from one call to the next.
 template <typename T>
 T *scratch(size_t count) {
@@ -87,13 +112,16 @@ template <typename T, int R, int V>
       store(c + (i + r) * m + j + v * kLanes<T>, acc[r][v]);
 }
 
-/// Rows i to i + R of c by the row form: two vectors of columns at a time, then one, then the last columns
-/// one by one.
+/// Rows i to i + R of c by the row form: four vectors of columns at a time (below four rows), two, then
+/// one, then the last columns one by one.
 template <typename T, int R>
 [[gnu::always_inline]] inline void rowBlock(StridedMatrix<T> a, const T *b, int64_t ldb, T *c, int64_t m,
                                             int64_t k, int64_t i) {
   constexpr int64_t lanes = kLanes<T>;
   int64_t j = 0;
+  if constexpr (R < 4) // fewer rows, wider tiles: a dozen independent accumulators hide the adds' latency
+    for (; j + 4 * lanes <= m; j += 4 * lanes)
+      rowTile<T, R, 4>(a, b, ldb, c, m, k, i, j);
   for (; j + 2 * lanes <= m; j += 2 * lanes)
     rowTile<T, R, 2>(a, b, ldb, c, m, k, i, j);
   if (j + lanes <= m) {
@@ -171,14 +199,38 @@ template <typename T, int R>
   }
 }
 
+/// Rows i to i + kLanes of column j of c by the dot form: one accumulator per row, their lane sums found
+/// together (laneSums).
+template <typename T>
+[[gnu::always_inline]] inline void dotColumn(const T *a, int64_t lda, const T *bt, T *c, int64_t m, int64_t k,
+                                             int64_t i, int64_t j) {
+  constexpr int64_t lanes = kLanes<T>;
+  Vec<T> acc[lanes] = {};
+  const T *bj = bt + j * k;
+  int64_t p = 0;
+  for (; p + lanes <= k; p += lanes) {
+    Vec<T> y = load(bj + p);
+    for (int64_t r = 0; r < lanes; ++r)
+      acc[r] += load(a + (i + r) * lda + p) * y;
+  }
+  Vec<T> sums = laneSums(acc);
+  for (int64_t r = 0; r < lanes; ++r) {
+    T sum = sums[r];
+    for (int64_t rest = p; rest < k; ++rest)
+      sum += a[(i + r) * lda + rest] * bj[rest];
+    c[(i + r) * m + j] = sum;
+  }
+}
+
 /// The dot form, for a c of fewer than kNarrow columns: c[i, j] is the dot product of row i of a
-/// (contiguous, `lda` apart) and row j of bt, four rows at a time.
+/// (contiguous, `lda` apart) and row j of bt, a vector's width of rows at a time.
 template <typename T>
 [[gnu::always_inline]] inline void dotForm(const T *a, int64_t lda, const T *bt, T *c, int64_t n, int64_t m,
                                            int64_t k) {
   int64_t i = 0;
-  for (; i + 4 <= n; i += 4)
-    dotBlock<T, 4>(a, lda, bt, c, m, k, i);
+  for (; i + kLanes<T> <= n; i += kLanes<T>)
+    for (int64_t j = 0; j < m; ++j)
+      dotColumn(a, lda, bt, c, m, k, i, j);
   for (; i < n; ++i)
     dotBlock<T, 1>(a, lda, bt, c, m, k, i);
 }

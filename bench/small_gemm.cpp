@@ -57,6 +57,9 @@ int main(int argc, char **argv) {
                                {"hidden^T @ g", 64, 300, 3, true, false},
                                {"g @ W2^T", 300, 3, 64, false, true},
                                {"X^T @ gh", 2, 300, 64, true, false}};
+  // The large MLP of bench/train.py: its products with a short inner dimension write more than they compute.
+  shapes.push_back({"large: g @ W2^T", 4096, 10, 1024, false, true});
+  shapes.push_back({"large: h @ W2", 4096, 1024, 10, false, false});
   for (int size : {16, 32, 48, 64, 96, 128})
     shapes.push_back({std::to_string(size) + "^3", size, size, size, false, false});
   std::mt19937 random(1);

@@ -1,5 +1,7 @@
 #include "runtime/SmallGemm.h"
 
+#include "runtime/WorkerPool.h"
+
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -13,34 +15,43 @@ namespace tg::runtime {
 
 namespace {
 
-/// A vector of 32 bytes (8 floats, 4 doubles): one AVX register, two SSE ones on a baseline CPU.
-template <typename T>
+/// A vector of `Bytes` bytes: 32 (8 floats, 4 doubles; one AVX register, two SSE ones on a baseline CPU)
+/// or 64 (one AVX-512 register).
+template <typename T, int Bytes>
 struct VecOf;
 template <>
-struct VecOf<float> {
+struct VecOf<float, 32> {
   typedef float type __attribute__((vector_size(32)));
 };
 template <>
-struct VecOf<double> {
+struct VecOf<double, 32> {
   typedef double type __attribute__((vector_size(32)));
 };
-template <typename T>
-using Vec = typename VecOf<T>::type;
-template <typename T>
-constexpr int64_t kLanes = 32 / sizeof(T);
+template <>
+struct VecOf<float, 64> {
+  typedef float type __attribute__((vector_size(64)));
+};
+template <>
+struct VecOf<double, 64> {
+  typedef double type __attribute__((vector_size(64)));
+};
+template <typename T, int Bytes = 32>
+using Vec = typename VecOf<T, Bytes>::type;
+template <typename T, int Bytes = 32>
+constexpr int64_t kLanes = Bytes / static_cast<int64_t>(sizeof(T));
 
 /// Below this many columns of c, the row form's vectors would be mostly empty.
 constexpr int64_t kNarrow = 8;
 
-template <typename T>
-[[gnu::always_inline]] inline Vec<T> load(const T *from) {
-  Vec<T> v;
+template <typename T, int Bytes = 32>
+[[gnu::always_inline]] inline Vec<T, Bytes> load(const T *from) {
+  Vec<T, Bytes> v;
   std::memcpy(&v, from, sizeof v);
   return v;
 }
 
-template <typename T>
-[[gnu::always_inline]] inline void store(T *to, std::type_identity_t<Vec<T>> v) {
+template <typename T, int Bytes = 32>
+[[gnu::always_inline]] inline void store(T *to, std::type_identity_t<Vec<T, Bytes>> v) {
   std::memcpy(to, &v, sizeof v);
 }
 
@@ -92,15 +103,16 @@ T *scratch(size_t count) {
 
 /// R rows of c from row i, V vectors of columns from column j, in registers: the sum over p of a[i + r, p]
 /// times row p of b (contiguous, `ldb` apart).
-template <typename T, int R, int V>
+template <typename T, int Bytes, int R, int V>
 [[gnu::always_inline]] inline void rowTile(StridedMatrix<T> a, const T *b, int64_t ldb, T *c, int64_t m,
                                            int64_t k, int64_t i, int64_t j) {
-  Vec<T> acc[R][V] = {};
+  constexpr int64_t lanes = kLanes<T, Bytes>;
+  Vec<T, Bytes> acc[R][V] = {};
   const T *ai = a.data + i * a.rowStride;
   for (int64_t p = 0; p < k; ++p) {
-    Vec<T> bp[V];
+    Vec<T, Bytes> bp[V];
     for (int v = 0; v < V; ++v)
-      bp[v] = load(b + p * ldb + j + v * kLanes<T>);
+      bp[v] = load<T, Bytes>(b + p * ldb + j + v * lanes);
     for (int r = 0; r < R; ++r) {
       T x = ai[r * a.rowStride + p * a.colStride];
       for (int v = 0; v < V; ++v)
@@ -109,25 +121,30 @@ template <typename T, int R, int V>
   }
   for (int r = 0; r < R; ++r)
     for (int v = 0; v < V; ++v)
-      store(c + (i + r) * m + j + v * kLanes<T>, acc[r][v]);
+      store<T, Bytes>(c + (i + r) * m + j + v * lanes, acc[r][v]);
 }
 
 /// Rows i to i + R of c by the row form: four vectors of columns at a time (below four rows), two, then
 /// one, then the last columns one by one.
-template <typename T, int R>
+template <typename T, int Bytes, int R>
 [[gnu::always_inline]] inline void rowBlock(StridedMatrix<T> a, const T *b, int64_t ldb, T *c, int64_t m,
                                             int64_t k, int64_t i) {
-  constexpr int64_t lanes = kLanes<T>;
+  constexpr int64_t lanes = kLanes<T, Bytes>;
   int64_t j = 0;
   if constexpr (R < 4) // fewer rows, wider tiles: a dozen independent accumulators hide the adds' latency
     for (; j + 4 * lanes <= m; j += 4 * lanes)
-      rowTile<T, R, 4>(a, b, ldb, c, m, k, i, j);
+      rowTile<T, Bytes, R, 4>(a, b, ldb, c, m, k, i, j);
   for (; j + 2 * lanes <= m; j += 2 * lanes)
-    rowTile<T, R, 2>(a, b, ldb, c, m, k, i, j);
+    rowTile<T, Bytes, R, 2>(a, b, ldb, c, m, k, i, j);
   if (j + lanes <= m) {
-    rowTile<T, R, 1>(a, b, ldb, c, m, k, i, j);
+    rowTile<T, Bytes, R, 1>(a, b, ldb, c, m, k, i, j);
     j += lanes;
   }
+  if constexpr (Bytes > 32) // half a vector more
+    if (j + lanes / 2 <= m) {
+      rowTile<T, Bytes / 2, R, 1>(a, b, ldb, c, m, k, i, j);
+      j += lanes / 2;
+    }
   for (int64_t r = i; r < i + R; ++r)
     for (int64_t col = j; col < m; ++col) {
       T sum = 0;
@@ -139,19 +156,19 @@ template <typename T, int R>
 
 /// The row form, for a c of kNarrow columns or more: row i of c is the sum over p of a[i, p] times row p of
 /// b (contiguous, `ldb` apart), four rows and two vectors of columns at a time in registers.
-template <typename T>
+template <typename T, int Bytes>
 [[gnu::always_inline]] inline void rowForm(StridedMatrix<T> a, const T *b, int64_t ldb, T *c, int64_t n,
                                            int64_t m, int64_t k) {
   int64_t i = 0;
   for (; i + 4 <= n; i += 4)
-    rowBlock<T, 4>(a, b, ldb, c, m, k, i);
+    rowBlock<T, Bytes, 4>(a, b, ldb, c, m, k, i);
   switch (n - i) {
   case 3:
-    return rowBlock<T, 3>(a, b, ldb, c, m, k, i);
+    return rowBlock<T, Bytes, 3>(a, b, ldb, c, m, k, i);
   case 2:
-    return rowBlock<T, 2>(a, b, ldb, c, m, k, i);
+    return rowBlock<T, Bytes, 2>(a, b, ldb, c, m, k, i);
   case 1:
-    return rowBlock<T, 1>(a, b, ldb, c, m, k, i);
+    return rowBlock<T, Bytes, 1>(a, b, ldb, c, m, k, i);
   }
 }
 
@@ -247,7 +264,7 @@ template <typename T>
 /// are contiguous), the row form on the transposed product when c is narrow and a's columns are contiguous
 /// (c^T = b^T a^T, then c^T transposed into c), else the dot form (b^T packed, a packed unless its rows are
 /// contiguous).
-template <typename T>
+template <typename T, int Bytes>
 [[gnu::always_inline]] inline void gemm(StridedMatrix<T> a, StridedMatrix<T> b, T *c, int64_t n, int64_t m,
                                         int64_t k) {
   if (k == 0) {
@@ -255,14 +272,15 @@ template <typename T>
     return;
   }
   if (m >= kNarrow) {
-    if (b.colStride == 1) return rowForm(a, b.data, b.rowStride, c, n, m, k);
+    if (b.colStride == 1) return rowForm<T, Bytes>(a, b.data, b.rowStride, c, n, m, k);
     T *packed = scratch<T>(static_cast<size_t>(k * m));
     pack(b, packed, k, m);
-    return rowForm(a, packed, m, c, n, m, k);
+    return rowForm<T, Bytes>(a, packed, m, c, n, m, k);
   }
   if (a.rowStride == 1 && n >= kNarrow) {
     T *transposed = scratch<T>(static_cast<size_t>(m * n));
-    rowForm(StridedMatrix<T>{b.data, b.colStride, b.rowStride}, a.data, a.colStride, transposed, m, n, k);
+    rowForm<T, Bytes>(StridedMatrix<T>{b.data, b.colStride, b.rowStride}, a.data, a.colStride, transposed, m,
+                      n, k);
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < m; ++j)
         c[i * m + j] = transposed[j * n + i];
@@ -281,18 +299,18 @@ template <typename T>
 template <typename T>
 [[gnu::target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,bmi2")]] void
 gemmAvx512(StridedMatrix<T> a, StridedMatrix<T> b, T *c, int64_t n, int64_t m, int64_t k) {
-  gemm(a, b, c, n, m, k);
+  gemm<T, 64>(a, b, c, n, m, k);
 }
 
 template <typename T>
 [[gnu::target("avx2,fma,bmi2")]] void gemmAvx2(StridedMatrix<T> a, StridedMatrix<T> b, T *c, int64_t n,
                                                int64_t m, int64_t k) {
-  gemm(a, b, c, n, m, k);
+  gemm<T, 32>(a, b, c, n, m, k);
 }
 
 template <typename T>
 void gemmBaseline(StridedMatrix<T> a, StridedMatrix<T> b, T *c, int64_t n, int64_t m, int64_t k) {
-  gemm(a, b, c, n, m, k);
+  gemm<T, 32>(a, b, c, n, m, k);
 }
 
 enum class Isa { Avx512, Avx2, Baseline };
@@ -324,15 +342,38 @@ void dispatch(StridedMatrix<T> a, StridedMatrix<T> b, T *c, int64_t n, int64_t m
 } // namespace
 
 bool isSmallGemm(int64_t n, int64_t m, int64_t k) {
-  return static_cast<double>(n) * static_cast<double>(m) * static_cast<double>(k) <= 96.0 * 96 * 96;
+  auto volume = static_cast<double>(n) * static_cast<double>(m) * static_cast<double>(k);
+  return volume <= 96.0 * 96 * 96 || (k <= 16 && m >= 16);
 }
 
+namespace {
+
+/// Below this many multiply-adds a product runs on the calling thread alone.
+constexpr double kWorkPerThread = 1 << 20;
+
+/// The rows of c split between the host threads when the product is large enough (the same code for
+/// each range of rows).
+template <typename T>
+void splitRows(StridedMatrix<T> a, StridedMatrix<T> b, T *c, int64_t n, int64_t m, int64_t k) {
+  double work =
+      static_cast<double>(n) * static_cast<double>(m) * static_cast<double>(std::max<int64_t>(k, 1));
+  int64_t threads = std::min<int64_t>({hostThreads(), static_cast<int64_t>(work / kWorkPerThread), n});
+  if (threads <= 1) return dispatch(a, b, c, n, m, k);
+  parallelFor(threads, [&](int64_t t) {
+    int64_t begin = n * t / threads, end = n * (t + 1) / threads;
+    dispatch(StridedMatrix<T>{a.data + begin * a.rowStride, a.rowStride, a.colStride}, b, c + begin * m,
+             end - begin, m, k);
+  });
+}
+
+} // namespace
+
 void smallGemm(StridedMatrix<float> a, StridedMatrix<float> b, float *c, int64_t n, int64_t m, int64_t k) {
-  dispatch(a, b, c, n, m, k);
+  splitRows(a, b, c, n, m, k);
 }
 
 void smallGemm(StridedMatrix<double> a, StridedMatrix<double> b, double *c, int64_t n, int64_t m, int64_t k) {
-  dispatch(a, b, c, n, m, k);
+  splitRows(a, b, c, n, m, k);
 }
 
 } // namespace tg::runtime

@@ -1,16 +1,18 @@
 // Matrix products too small for BLAS: where a gemm call's fixed cost (argument checks, packing both operands
 // into its panel layout, zeroing the result) exceeds the arithmetic, as in a small MLP's layers (300 x 2 @
-// 2 x 64, 300 x 64 @ 64 x 3), a direct kernel reads the operands through their strides and computes the
-// product in one pass. Compiled for AVX-512, for AVX2 with FMA and for baseline x86-64, chosen once from the
-// CPU's features.
+// 2 x 64, 300 x 64 @ 64 x 3), or where a short inner dimension makes the product a matter of writing the
+// result (4096 x 10 @ 10 x 1024, which BLAS writes twice: zeros, then sums), a direct kernel reads the
+// operands through their strides and computes the product in one pass, its rows split between the host
+// threads when it is large. Compiled for AVX-512, for AVX2 with FMA and for baseline x86-64, chosen once
+// from the CPU's features.
 #pragma once
 
 #include <cstdint>
 
 namespace tg::runtime {
 
-/// Whether an n x k @ k x m product goes to smallGemm rather than BLAS (bench/blas.py --small measures where
-/// the two cross).
+/// Whether an n x k @ k x m product goes to smallGemm rather than BLAS: at most 96^3 multiply-adds, or an
+/// inner dimension of at most 16 with 16 columns or more (bench/small_gemm times both).
 bool isSmallGemm(int64_t n, int64_t m, int64_t k);
 
 /// A matrix operand: element (i, j) at data[i * rowStride + j * colStride].

@@ -83,12 +83,17 @@ TEST(SmallGemmTest, ExamplesShapesAndAnEmptyInnerDimension) {
   expectProduct<float>(300, 64, 3, 0, 1, 1e-6);
   expectProduct<float>(2, 64, 300, 1, 0, 1e-6);
   expectProduct<double>(5, 9, 0, 0, 0, 0);
+  // Large enough for its rows to be split between threads: a short inner dimension, either layout.
+  expectProduct<float>(700, 300, 8, 0, 1, 1e-6);
+  expectProduct<double>(701, 33, 16, 1, 2, 1e-14);
 }
 
 TEST(SmallGemmTest, SmallAndLargeProductsGoWhereTheyRunFastest) {
   EXPECT_TRUE(tg::runtime::isSmallGemm(300, 3, 64));
   EXPECT_TRUE(tg::runtime::isSmallGemm(64, 64, 64));
   EXPECT_FALSE(tg::runtime::isSmallGemm(256, 256, 256));
+  EXPECT_TRUE(tg::runtime::isSmallGemm(4096, 1024, 10)) << "a short inner dimension: writing c is the work";
+  EXPECT_FALSE(tg::runtime::isSmallGemm(4096, 10, 1024));
   EXPECT_FALSE(tg::runtime::isSmallGemm(int64_t{1} << 31, int64_t{1} << 31, int64_t{1} << 31)); // no overflow
 }
 

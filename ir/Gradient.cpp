@@ -426,8 +426,8 @@ std::vector<Value *> GradientBuilder::inputGradients(const Node &node, Value *g,
   case OpKind::Sigmoid:
     set(0, [&] { return mul(g, mul(y, sub(scalar(1), y))); });
     break;
-  case OpKind::Relu:
-    set(0, [&] { return maskWhere(apply(OpKind::Gt, {x, scalar(0)}), g); });
+  case OpKind::Relu: // y > 0 exactly where x > 0 (NaN included): reading y, the forward pass keeps x to itself
+    set(0, [&] { return maskWhere(apply(OpKind::Gt, {y, scalar(0)}), g); });
     break;
   case OpKind::Softplus:
     set(0, [&] { return mul(g, unary(OpKind::Sigmoid, x)); });

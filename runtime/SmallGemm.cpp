@@ -18,22 +18,8 @@ namespace {
 /// A vector of `Bytes` bytes: 32 (8 floats, 4 doubles; one AVX register, two SSE ones on a baseline CPU)
 /// or 64 (one AVX-512 register).
 template <typename T, int Bytes>
-struct VecOf;
-template <>
-struct VecOf<float, 32> {
-  typedef float type __attribute__((vector_size(32)));
-};
-template <>
-struct VecOf<double, 32> {
-  typedef double type __attribute__((vector_size(32)));
-};
-template <>
-struct VecOf<float, 64> {
-  typedef float type __attribute__((vector_size(64)));
-};
-template <>
-struct VecOf<double, 64> {
-  typedef double type __attribute__((vector_size(64)));
+struct VecOf {
+  typedef T type __attribute__((vector_size(Bytes)));
 };
 template <typename T, int Bytes = 32>
 using Vec = typename VecOf<T, Bytes>::type;

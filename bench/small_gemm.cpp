@@ -4,6 +4,7 @@
 // product, the best of --repeat rounds, and the ratio; runtime/SmallGemm.cpp's isSmallGemm draws the line.
 //
 //   build/bench/small_gemm [--repeat 5]
+#include "runtime/Blas.h"
 #include "runtime/SmallGemm.h"
 
 #include <algorithm>
@@ -64,6 +65,7 @@ int main(int argc, char **argv) {
     shapes.push_back({std::to_string(size) + "^3", size, size, size, false, false});
   std::mt19937 random(1);
   std::uniform_real_distribution<float> uniform(-1, 1);
+  std::printf("BLAS: %s\n", tg::runtime::describeBlas().c_str());
   std::printf("%-16s %12s %12s %10s %s\n", "n x k @ k x m", "small (us)", "sgemm (us)", "small/sgemm", "");
   for (const Shape &shape : shapes) {
     int n = shape.n, k = shape.k, m = shape.m;

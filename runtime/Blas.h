@@ -17,4 +17,9 @@ std::string describeBlas();
 /// AVX2, when the CPU has neither, or when the library is not OpenBLAS.
 std::optional<std::string> betterBlasCore();
 
+/// Whether the BLAS has kernels of its own for small products: OpenBLAS's AVX-512 cores (SkylakeX,
+/// Cooperlake, Sapphire Rapids), which beat tgc's direct kernel up to 96^3 (bench/small_gemm), where its
+/// other cores are 2-5x slower than it.
+bool blasHasSmallMatrixKernels();
+
 } // namespace tg::runtime

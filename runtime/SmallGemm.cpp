@@ -1,5 +1,6 @@
 #include "runtime/SmallGemm.h"
 
+#include "runtime/Blas.h"
 #include "runtime/WorkerPool.h"
 
 #include <algorithm>
@@ -329,7 +330,7 @@ void dispatch(StridedMatrix<T> a, StridedMatrix<T> b, T *c, int64_t n, int64_t m
 
 bool isSmallGemm(int64_t n, int64_t m, int64_t k) {
   auto volume = static_cast<double>(n) * static_cast<double>(m) * static_cast<double>(k);
-  return volume <= 96.0 * 96 * 96 || (k <= 16 && m >= 16);
+  return (volume <= 96.0 * 96 * 96 && !blasHasSmallMatrixKernels()) || (k <= 16 && m >= 16);
 }
 
 namespace {

@@ -11,8 +11,9 @@
 
 namespace tg::runtime {
 
-/// Whether an n x k @ k x m product goes to smallGemm rather than BLAS: at most 96^3 multiply-adds, or an
-/// inner dimension of at most 16 with 16 columns or more (bench/small_gemm times both).
+/// Whether an n x k @ k x m product goes to smallGemm rather than BLAS: at most 96^3 multiply-adds (unless
+/// the BLAS has small-matrix kernels of its own: blasHasSmallMatrixKernels), or an inner dimension of at most
+/// 16 with 16 columns or more (bench/small_gemm times both).
 bool isSmallGemm(int64_t n, int64_t m, int64_t k);
 
 /// A matrix operand: element (i, j) at data[i * rowStride + j * colStride].

@@ -63,17 +63,16 @@ Dim derived(const std::string &label) {
 /// a new symbol.
 Dim inferredDim(const Shape &input, int64_t targetProduct, int64_t at) {
   const Dim *symbolic = nullptr;
-  int64_t product = 1;
+  int64_t product = 1, symbols = 0;
   for (const Dim &dim : input) {
     if (dim.isStatic()) {
       product *= dim.size();
-    } else if (symbolic) {
-      return derived("reshape" + std::to_string(at));
     } else {
       symbolic = &dim;
+      ++symbols;
     }
   }
-  if (symbolic && product == targetProduct && product != 0) return *symbolic;
+  if (symbols == 1 && product == targetProduct && product != 0) return *symbolic;
   return derived("reshape" + std::to_string(at));
 }
 

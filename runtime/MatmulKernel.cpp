@@ -66,6 +66,18 @@ void matmulLoops(const Tensor &a, const Tensor &b, T *c, int64_t offsetA, int64_
     }
 }
 
+/// Calls multiply(offsetA, offsetB, product) for each matrix pair of the batch (the element offsets of a's
+/// and b's matrices), `product` stepping through c by `size` elements.
+template <typename T, typename Multiply>
+void forEachMatrix(const Tensor &a, const Tensor &b, const std::vector<int64_t> &batch, T *c, int64_t size,
+                   Multiply multiply) {
+  forEachRow(batch, std::array{batchStrides(a, batch), batchStrides(b, batch)},
+             [&](const auto &offsets, const auto &steps, int64_t length) {
+               for (int64_t i = 0; i < length; ++i, c += size)
+                 multiply(offsets[0] + i * steps[0], offsets[1] + i * steps[1], c);
+             });
+}
+
 } // namespace
 
 MatmulPlan planMatmul(const Tensor &left, const Tensor &right) {
@@ -117,30 +129,22 @@ Tensor matmulKernel(const Tensor &left, const Tensor &right, ir::DType dtype) {
     if constexpr (std::is_floating_point_v<T>) {
       if (isSmallGemm(n, m, k)) {
         size_t rankA = a.rank(), rankB = b.rank();
-        forEachRow(batch, std::array{batchStrides(a, batch), batchStrides(b, batch)},
-                   [&](const auto &offsets, const auto &steps, int64_t length) {
-                     for (int64_t i = 0; i < length; ++i, c += n * m)
-                       smallGemm(StridedMatrix<T>{a.data<T>() + offsets[0] + i * steps[0],
-                                                  a.strides()[rankA - 2], a.strides()[rankA - 1]},
-                                 StridedMatrix<T>{b.data<T>() + offsets[1] + i * steps[1],
-                                                  b.strides()[rankB - 2], b.strides()[rankB - 1]},
-                                 c, n, m, k);
-                   });
+        forEachMatrix(a, b, batch, c, n * m, [&](int64_t offsetA, int64_t offsetB, T *product) {
+          smallGemm(StridedMatrix<T>{a.data<T>() + offsetA, a.strides()[rankA - 2], a.strides()[rankA - 1]},
+                    StridedMatrix<T>{b.data<T>() + offsetB, b.strides()[rankB - 2], b.strides()[rankB - 1]},
+                    product, n, m, k);
+        });
         return;
       }
       GemmOperand ga = gemmOperand(a), gb = gemmOperand(b);
-      forEachRow(batch, std::array{batchStrides(ga.tensor, batch), batchStrides(gb.tensor, batch)},
-                 [&](const auto &offsets, const auto &steps, int64_t length) {
-                   for (int64_t i = 0; i < length; ++i, c += n * m)
-                     gemm(ga, gb, c, offsets[0] + i * steps[0], offsets[1] + i * steps[1],
-                          static_cast<int>(n), static_cast<int>(m), static_cast<int>(k));
-                 });
+      forEachMatrix(ga.tensor, gb.tensor, batch, c, n * m, [&](int64_t offsetA, int64_t offsetB, T *product) {
+        gemm(ga, gb, product, offsetA, offsetB, static_cast<int>(n), static_cast<int>(m),
+             static_cast<int>(k));
+      });
     } else {
-      forEachRow(batch, std::array{batchStrides(a, batch), batchStrides(b, batch)},
-                 [&](const auto &offsets, const auto &steps, int64_t length) {
-                   for (int64_t i = 0; i < length; ++i, c += n * m)
-                     matmulLoops<T>(a, b, c, offsets[0] + i * steps[0], offsets[1] + i * steps[1], n, m, k);
-                 });
+      forEachMatrix(a, b, batch, c, n * m, [&](int64_t offsetA, int64_t offsetB, T *product) {
+        matmulLoops<T>(a, b, product, offsetA, offsetB, n, m, k);
+      });
     }
   });
 

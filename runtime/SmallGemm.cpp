@@ -159,48 +159,17 @@ template <typename T, int Bytes>
   }
 }
 
-/// Rows i to i + R and columns j to j + J of c by the dot form: rows of a (contiguous, `lda` apart) against
-/// rows of bt (b transposed, m x k, contiguous), one vector accumulator per output, R * J independent chains.
-template <typename T, int R, int J>
-[[gnu::always_inline]] inline void dotTile(const T *a, int64_t lda, const T *bt, T *c, int64_t m, int64_t k,
-                                           int64_t i, int64_t j) {
-  constexpr int64_t lanes = kLanes<T>;
-  Vec<T> acc[R][J] = {};
+/// The dot product of x and y (k elements each, contiguous), over a vector's lanes.
+template <typename T>
+[[gnu::always_inline]] inline T dot(const T *x, const T *y, int64_t k) {
+  Vec<T> acc = {};
   int64_t p = 0;
-  for (; p + lanes <= k; p += lanes) {
-    Vec<T> y[J];
-    for (int q = 0; q < J; ++q)
-      y[q] = load(bt + (j + q) * k + p);
-    for (int r = 0; r < R; ++r) {
-      Vec<T> x = load(a + (i + r) * lda + p);
-      for (int q = 0; q < J; ++q)
-        acc[r][q] += x * y[q];
-    }
-  }
-  for (int r = 0; r < R; ++r)
-    for (int q = 0; q < J; ++q) {
-      T sum = laneSum(acc[r][q]);
-      for (int64_t rest = p; rest < k; ++rest)
-        sum += a[(i + r) * lda + rest] * bt[(j + q) * k + rest];
-      c[(i + r) * m + j + q] = sum;
-    }
-}
-
-/// Rows i to i + R of c by the dot form, up to four columns at a time.
-template <typename T, int R>
-[[gnu::always_inline]] inline void dotBlock(const T *a, int64_t lda, const T *bt, T *c, int64_t m, int64_t k,
-                                            int64_t i) {
-  int64_t j = 0;
-  for (; j + 4 <= m; j += 4)
-    dotTile<T, R, 4>(a, lda, bt, c, m, k, i, j);
-  switch (m - j) {
-  case 3:
-    return dotTile<T, R, 3>(a, lda, bt, c, m, k, i, j);
-  case 2:
-    return dotTile<T, R, 2>(a, lda, bt, c, m, k, i, j);
-  case 1:
-    return dotTile<T, R, 1>(a, lda, bt, c, m, k, i, j);
-  }
+  for (; p + kLanes<T> <= k; p += kLanes<T>)
+    acc += load(x + p) * load(y + p);
+  T sum = laneSum(acc);
+  for (; p < k; ++p)
+    sum += x[p] * y[p];
+  return sum;
 }
 
 /// Rows i to i + kLanes of column j of c by the dot form: one accumulator per row, their lane sums found
@@ -235,8 +204,9 @@ template <typename T>
   for (; i + kLanes<T> <= n; i += kLanes<T>)
     for (int64_t j = 0; j < m; ++j)
       dotColumn(a, lda, bt, c, m, k, i, j);
-  for (; i < n; ++i)
-    dotBlock<T, 1>(a, lda, bt, c, m, k, i);
+  for (; i < n; ++i) // the last rows, fewer than a vector's width
+    for (int64_t j = 0; j < m; ++j)
+      c[i * m + j] = dot(a + i * lda, bt + j * k, k);
 }
 
 /// Copies `source` (rows x cols, any strides) to `target` in C order.

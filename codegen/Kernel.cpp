@@ -106,8 +106,8 @@ Space coalesced(const KernelArgs &args, size_t numInputs) {
 int32_t runHostKernel(const KernelSpec &spec, HostKernel kernel, const KernelArgs &args, int64_t begin,
                       int64_t end) {
   if (spec.layout == Layout::Contiguous || spec.body->reduction) return kernel(&args, begin, end);
-  if (begin >= end) return kKernelOk; // also every range of an empty space
-  size_t numInputs = spec.body->numInputs();
+  if (begin >= end) return kKernelOk;        // also every range of an empty space
+  size_t numInputs = spec.body->numArrays(); // the extra outputs are walked like inputs
   Space space = coalesced(args, numInputs);
   size_t rank = space.shape.size();
   auto stride = [&](size_t k, size_t axis) { return space.strides[k * rank + axis]; };
@@ -141,7 +141,7 @@ int32_t runHostKernel(const KernelSpec &spec, HostKernel kernel, const KernelArg
     int64_t length = std::min(planeSize - planeStart, end - position);
     for (size_t k = 0; k < numInputs; ++k)
       planeInputs[k] = static_cast<const char *>(args.inputs[k]) +
-                       offsets[k] * static_cast<int64_t>(ir::dtypeSize(spec.body->inputDtypes[k]));
+                       offsets[k] * static_cast<int64_t>(ir::dtypeSize(spec.body->arrayDtype(k)));
     planeArgs.output = static_cast<char *>(args.output) + (position - planeStart) * outputBytes;
     if (int32_t code = kernel(&planeArgs, planeStart, planeStart + length); code != kKernelOk) return code;
     position += length;
@@ -197,6 +197,16 @@ Layout kernelLayout(const ir::ScalarGraph &body, std::span<const int64_t> space,
       expected *= static_cast<uint64_t>(space[axis]);
     }
   }
+  // A reduction's extra outputs are C-contiguous over the space: in the walk's order only where it is C
+  // order (the reduced axes trailing), as an elementwise kernel's always are.
+  if (reduction && !body.extraOutputs.empty()) {
+    size_t outer = space.size();
+    for (size_t axis : innermostFirst) {
+      if (space[axis] == 1) continue;
+      if (axis > outer) return Layout::Strided;
+      outer = axis;
+    }
+  }
   return Layout::Contiguous;
 }
 
@@ -230,6 +240,10 @@ std::string kernelName(const KernelSpec &spec) {
   for (InnerStride stride : spec.innerStrides) // nothing when empty: names of unspecialized kernels stay
     hash.add(static_cast<uint8_t>(stride));
   if (spec.blockedOutputs) hash.add(static_cast<uint8_t>(0xb1)); // likewise nothing for the usual order
+  for (uint32_t value : spec.body->extraOutputs) {               // and for a single output
+    hash.add(static_cast<uint8_t>(0xe0));
+    hash.add(value);
+  }
   char digits[17];
   std::snprintf(digits, sizeof digits, "%016llx", static_cast<unsigned long long>(hash.value()));
   return std::string("tgc_fused_") + digits;

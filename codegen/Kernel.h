@@ -50,7 +50,8 @@ struct LayoutInput {
 /// taken in that order, the input's stride (0 where it is broadcast) is the product of the sizes of the axes
 /// after it. An elementwise kernel also wants every input of exactly the space's shape (rank included: an
 /// input without the space's leading 1s is Strided), and compares strides only up to the first empty axis
-/// from the innermost, as Tensor::isContiguous does. Otherwise Strided.
+/// from the innermost, as Tensor::isContiguous does. A reduction with extra outputs (C-contiguous over the
+/// space) also wants the walk's order to be C order: its reduced axes the trailing ones. Otherwise Strided.
 Layout kernelLayout(const ir::ScalarGraph &body, std::span<const int64_t> space,
                     std::span<const LayoutInput> inputs, std::span<const int64_t> reducedAxes = {});
 
@@ -73,8 +74,11 @@ Layout kernelLayout(const ir::ScalarGraph &body, std::span<const int64_t> space,
 struct KernelArgs {
   int64_t rank;
   const int64_t *shape;      // iteration shape (rank entries): the output's for elementwise kernels
-  const void *const *inputs; // base pointer of each input, already at the view's first element
-  const int64_t *strides;    // numInputs * rank entries, input-major; read by Strided kernels only
+  const void *const *inputs; // base pointer of each input, already at the view's first element, then of
+                             // each extra output (ScalarGraph::extraOutputs: C-contiguous over the output's
+                             // shape, written like `output`, never overlapping an input)
+  const int64_t *strides;    // numArrays * rank entries, array-major (inputs, then extra outputs); read by
+                             // Strided kernels only
   void *output;              // C-contiguous, the output's shape (reductions: over the kept axes); never
                              // overlaps an input (kernels are compiled on that promise)
   int64_t reducedRank = 0;   // reductions: how many trailing axes of `shape` are reduced; else unused
@@ -105,7 +109,8 @@ using SimDeviceKernel = int32_t (*)(const KernelArgs *args, int64_t count, int64
 //   (i64 count, i64 rank, ptr shape, ptr inputs, ptr strides, ptr output, ptr errorFlag)
 //
 // all pointers to global (device) memory: shape has rank entries; inputs holds one device pointer per input;
-// strides is as in KernelArgs (unused by Contiguous kernels, which may be passed null for shape and strides);
+// strides is as in KernelArgs (unused by Contiguous kernels, which may be passed null for shape and strides),
+// and so is inputs, which lists the extra outputs' pointers after the inputs';
 // errorFlag is one int32 that the host zeroes before the launch and reads afterwards: a failing element
 // stores its error code there (when several race, one nonzero code stays). Thread (blockIdx.x * blockDim.x +
 // threadIdx.x) handles elements from its global index in steps of gridDim.x * blockDim.x (a grid-stride
@@ -135,9 +140,10 @@ struct KernelSpec {
   const ir::ScalarGraph *body; // each instruction's dtype one the CPU accepts; `reduction` set makes a
                                // reduction kernel (its axes are run-time arguments: KernelArgs::reducedRank)
   Layout layout;
-  /// Host Strided kernels: one per input, what the run-time strides will be along the last axis of the
-  /// iteration space (Zero for all where there is none: rank-0 outputs, reductions of no axis). Empty means
-  /// Any for every input; other kernels ignore it and want it empty (it is part of every cache key).
+  /// Host Strided kernels: one per array (input or extra output), what the run-time strides will be along the
+  /// last axis of the iteration space (Zero for all where there is none: rank-0 outputs, reductions of no
+  /// axis). Empty means Any for every input; other kernels ignore it and want it empty (it is part of every
+  /// cache key).
   std::vector<InnerStride> innerStrides = {};
   /// Host Strided reductions: the outputs along the last kept axis are accumulated a block at a time, reduced
   /// element by reduced element, so that consecutive loads read consecutive outputs' elements. The runtime
@@ -151,7 +157,7 @@ struct KernelSpec {
 int32_t runHostKernel(const KernelSpec &spec, HostKernel kernel, const KernelArgs &args, int64_t begin,
                       int64_t end);
 
-/// The innermost-axis stride pattern of inputs with `strides` (input-major, `rank` each): what a host
+/// The innermost-axis stride pattern of arrays with `strides` (array-major, `rank` each): what a host
 /// Strided elementwise kernel may be specialized for.
 std::vector<InnerStride> innerStridePattern(const std::vector<int64_t> &strides, size_t numInputs,
                                             size_t rank);

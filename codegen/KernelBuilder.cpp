@@ -44,7 +44,7 @@ public:
     llvm::PHINode *index = builder.CreatePHI(builder.getInt64Ty(), 2, "i");
     index->addIncoming(first, preheader);
     std::vector<Value *> offsets = spec.layout == Layout::Contiguous
-                                       ? std::vector<Value *>(spec.body->numInputs(), index)
+                                       ? std::vector<Value *>(spec.body->numArrays(), index)
                                        : divideIndex(operands, index);
     element(operands, offsets, index, [&](Value *code) { builder.CreateStore(code, errorFlag); });
     Value *next = builder.CreateAdd(index, step, "i.next");
@@ -54,13 +54,14 @@ public:
   }
 
 private:
-  /// One output element: loads each input at its offset, runs the body, stores at output[outputIndex]. When
-  /// the body can fail, onError runs in a block of its own with the code; unless it returns, the store
-  /// follows.
+  /// One output element: loads each input at its offset, runs the body, stores at output[outputIndex] and
+  /// each extra output at its offset (offsets: one per array, the inputs' then the extra outputs'). When the
+  /// body can fail, onError runs in a block of its own with the code; unless it returns, the stores follow.
   void element(const KernelOperands &operands, const std::vector<Value *> &offsets, Value *outputIndex,
                const std::function<void(Value *)> &onError) {
     std::vector<Value *> values;
-    for (size_t k = 0; k < operands.inputs.size(); ++k)
+    size_t numInputs = spec.body->numInputs();
+    for (size_t k = 0; k < numInputs; ++k)
       values.push_back(
           loadElement(builder, spec.body->inputDtypes[k], operands.inputs[k], offsets[k], inputScope));
     ScalarResult result = emitScalarBody(builder, *spec.body, values, target);
@@ -74,6 +75,9 @@ private:
       builder.SetInsertPoint(store);
     }
     storeElement(builder, spec.body->resultDtype(), operands.output, outputIndex, result.value, inputScope);
+    for (size_t j = 0; j < result.extras.size(); ++j)
+      storeElement(builder, spec.body->arrayDtype(numInputs + j), operands.inputs[numInputs + j],
+                   offsets[numInputs + j], result.extras[j], inputScope);
   }
 
   void returnError(Value *code) { builder.CreateRet(code); }
@@ -212,8 +216,8 @@ llvm::Function *declareKernel(llvm::Module &module, const std::string &name, llv
 
 llvm::Function *buildHostKernel(llvm::Module &module, const KernelSpec &spec, const std::string &name) {
   TG_ASSERT(spec.innerStrides.empty() ||
-            (spec.layout == Layout::Strided && spec.innerStrides.size() == spec.body->numInputs()))
-      << "inner strides are for host Strided kernels, one per input";
+            (spec.layout == Layout::Strided && spec.innerStrides.size() == spec.body->numArrays()))
+      << "inner strides are for host Strided kernels, one per input and extra output";
   llvm::LLVMContext &context = module.getContext();
   llvm::Type *i64 = llvm::Type::getInt64Ty(context);
   llvm::Function *function =

@@ -201,6 +201,12 @@ KernelCacheKey kernelCacheKey(const KernelSpec &spec, CachedCode code, const std
     text += "\n";
   }
   if (spec.blockedOutputs) text += "blocked outputs\n";
+  if (!spec.body->extraOutputs.empty()) {
+    text += "extra outputs";
+    for (uint32_t value : spec.body->extraOutputs)
+      text += " %" + std::to_string(value);
+    text += "\n";
+  }
   return KernelCacheKey{llvm::SHA256::hash(
       llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(text.data()), text.size()))};
 }

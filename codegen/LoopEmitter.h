@@ -31,7 +31,7 @@ struct KernelOperands {
   llvm::Value *strides = nullptr; // ptr to numInputs * rank i64, input-major
   llvm::Value *output = nullptr;
   llvm::Value *reducedRank = nullptr; // reduction kernels only
-  std::vector<llvm::Value *> inputs;  // each input's base pointer
+  std::vector<llvm::Value *> inputs;  // each input's base pointer, then each extra output's (ScalarGraph)
 };
 
 /// The base of the emitters that fill a kernel function's body: the loops of one target around
@@ -93,9 +93,10 @@ public:
   }
 
 protected:
+  /// The pointers of the arrays the body addresses: its inputs, then its extra outputs.
   std::vector<llvm::Value *> loadInputPointers(llvm::Value *inputs) {
     std::vector<llvm::Value *> pointers;
-    for (size_t k = 0; k < spec.body->numInputs(); ++k)
+    for (size_t k = 0; k < spec.body->numArrays(); ++k)
       pointers.push_back(builder.CreateLoad(
           builder.getPtrTy(), builder.CreateConstInBoundsGEP1_64(builder.getPtrTy(), inputs, k)));
     return pointers;

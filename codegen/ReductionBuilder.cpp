@@ -513,13 +513,15 @@ private:
     return load(sum);
   }
 
-  /// sum = combine(sum, lift(program at offsets)). When the program can fail, onError runs with the code in a
-  /// block of its own; unless it returns, the accumulation follows.
+  /// sum = combine(sum, lift(program at offsets)), and each extra output's value stored at its offset
+  /// (offsets: one per array, the inputs' then the extra outputs'). When the program can fail, onError runs
+  /// with the code in a block of its own; unless it returns, the accumulation follows.
   void accumulate(Value *sum, const KernelOperands &operands, const std::vector<Value *> &offsets,
                   const std::function<void(Value *)> &onError) {
     llvm::IRBuilder<> &b = this->b();
     std::vector<Value *> values;
-    for (size_t k = 0; k < operands.inputs.size(); ++k)
+    size_t numInputs = spec.body->numInputs();
+    for (size_t k = 0; k < numInputs; ++k)
       values.push_back(loadElement(b, spec.body->inputDtypes[k], operands.inputs[k], offsets[k], inputScope));
     ScalarResult result = emitScalarBody(b, *spec.body, values, target);
     if (result.errorCode) {
@@ -530,6 +532,9 @@ private:
       if (!b.GetInsertBlock()->getTerminator()) b.CreateBr(next);
       b.SetInsertPoint(next);
     }
+    for (size_t j = 0; j < result.extras.size(); ++j)
+      storeElement(b, spec.body->arrayDtype(numInputs + j), operands.inputs[numInputs + j],
+                   offsets[numInputs + j], result.extras[j], inputScope);
     b.CreateStore(accumulator.combine(b.CreateLoad(accumulator.type, sum), accumulator.lift(result.value)),
                   sum);
   }

@@ -132,7 +132,10 @@ public:
       values.push_back(instruction(instr, operands, operandDtypes));
       inputFreeValues.push_back(inputFree);
     }
-    return {values.back(), errorCode};
+    std::vector<Value *> extras;
+    for (uint32_t value : graph.extraOutputs)
+      extras.push_back(values[value]);
+    return {values.back(), errorCode, std::move(extras)};
   }
 
 private:

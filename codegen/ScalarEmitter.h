@@ -7,6 +7,7 @@
 
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/IR/IRBuilder.h>
+#include <vector>
 
 namespace tg::codegen {
 
@@ -34,6 +35,7 @@ llvm::MDNode *kernelInputScope(llvm::LLVMContext &context);
 struct ScalarResult {
   llvm::Value *value;     // the last instruction's value, of registerType(graph.resultDtype())
   llvm::Value *errorCode; // i32: kKernelOk or the first error; null when no instruction of the graph can fail
+  std::vector<llvm::Value *> extras; // the values of graph.extraOutputs, in order
 };
 
 /// Emits the instructions of `graph` at the builder's insertion point, reading `inputs` (one register value

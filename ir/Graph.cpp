@@ -118,6 +118,15 @@ Node *Graph::addNode(Op op, std::vector<Value *> inputs, SourceLoc loc, Pin pin)
     inputs[i]->clients_.push_back(inputUse(node, i));
   output->owner_ = node;
   node->output_ = output;
+  if (size_t count = outputCount(node->op_); count > 1) {
+    node->numOutputs_ = static_cast<uint32_t>(count);
+    node->outputs_ = static_cast<Value **>(arena_.allocate(count * sizeof(Value *), alignof(Value *)));
+    node->outputs_[0] = output;
+    for (size_t i = 1; i < count; ++i) {
+      node->outputs_[i] = newValue(extraOutputType(node->op_, typeScratch_, i));
+      node->outputs_[i]->owner_ = node;
+    }
+  }
   nodes_.push_back(node);
   alive_.push_back(true);
   ++liveNodes_;
@@ -315,10 +324,11 @@ void Graph::removeKnownDead(std::span<Node *const> nodes) {
   // A release build leaves this to verify() (a live reader of a removed node): checked here, it would read
   // every removed node's value, a cache miss each when a pass removes most of a large graph.
   for (const Node *node : nodes)
-    for (const Use &use : node->output_->clients_)
-      TG_ASSERT(use.node && !alive_[use.nodeId])
-          << "node " << node->id_ << " (" << node->op_.name() << ") is removed while "
-          << (use.node ? "node " : "graph output ") << (use.node ? use.nodeId : use.index) << " reads it";
+    for (const Value *output : node->outputs())
+      for (const Use &use : output->clients_)
+        TG_ASSERT(use.node && !alive_[use.nodeId])
+            << "node " << node->id_ << " (" << node->op_.name() << ") is removed while "
+            << (use.node ? "node " : "graph output ") << (use.node ? use.nodeId : use.index) << " reads it";
 #endif
   dropDead(nodes);
 }
@@ -352,16 +362,21 @@ void Graph::sweepFromChanges() {
     }
     return count;
   };
+  auto unread = [&](const Node *node) {
+    for (const Value *output : node->outputs())
+      if (readers(output) != 0) return false;
+    return true;
+  };
   std::vector<Node *> dead;
   for (Node *node : maybeDead_)
-    if (isAlive(node) && readers(node->output_) == 0) {
+    if (isAlive(node) && unread(node)) {
       alive_[static_cast<size_t>(node->id_)] = false;
       dead.push_back(node);
     }
   for (size_t next = 0; next < dead.size(); ++next) {
     for (Value *input : dead[next]->inputs()) {
       Node *producer = input->owner_;
-      if (--readers(input) == 0 && producer && isAlive(producer)) {
+      if (--readers(input) == 0 && producer && isAlive(producer) && unread(producer)) {
         alive_[static_cast<size_t>(producer->id_)] = false;
         dead.push_back(producer);
       }
@@ -471,10 +486,16 @@ std::vector<std::string> Graph::verify() const {
     }
     try {
       TensorType inferred = inferType(node->op_, inputTypes);
-      const TensorType &actual = node->output_->type_;
-      if (inferred.dtype != actual.dtype || inferred.rank() != actual.rank() ||
-          inferred.place != actual.place)
-        report(node, "output type " + actual.str() + " does not match the inferred " + inferred.str());
+      for (size_t i = 0; i < node->numOutputs_; ++i) {
+        const TensorType &actual = node->outputs_[i]->type_;
+        TensorType expected = i == 0 ? inferred : extraOutputType(node->op_, inputTypes, i);
+        if (expected.dtype != actual.dtype || expected.rank() != actual.rank() ||
+            expected.place != actual.place)
+          report(node, "output " + std::to_string(i) + " type " + actual.str() +
+                           " does not match the inferred " + expected.str());
+        if (node->outputs_[i]->owner_ != node)
+          report(node, "output " + std::to_string(i) + " names another owner");
+      }
     } catch (const UserError &error) {
       report(node, error.message);
     }

@@ -77,8 +77,11 @@ public:
   const Op &op() const { return op_; }
   std::span<Value *const> inputs() const { return {inputs_, numInputs_}; }
   Value *input(size_t i) const { return inputs_[i]; }
-  /// The value this node computes (every op has one output).
+  /// The value this node computes: its first output. Every op has one output but a fused node whose body
+  /// writes extra outputs (ScalarGraph::extraOutputs), which has one more per extra output.
   Value *output() const { return output_; }
+  /// Every value the node computes: output(), then the extra outputs.
+  std::span<Value *const> outputs() const { return {outputs_, numOutputs_}; }
   Pin pin() const { return pin_; }
   const SourceLoc &loc() const { return loc_; }
 
@@ -86,8 +89,10 @@ private:
   friend class Graph;
   int id_ = 0;
   uint32_t numInputs_ = 0;
+  uint32_t numOutputs_ = 1;
   Value **inputs_ = nullptr; // numInputs_ entries, in the arena right after the node
   Value *output_ = nullptr;
+  Value **outputs_ = &output_; // numOutputs_ entries: &output_, or an arena list starting with it
   Op op_;
   Pin pin_ = Pin::None;
   SourceLoc loc_;

@@ -590,6 +590,9 @@ TensorType inferHostType(const Op &op, const std::vector<TensorType> &inputs) {
       shape = *result;
     }
     TensorType value{attrs.body->resultDtype(), shape, input.place};
+    for (uint32_t extra : attrs.body->extraOutputs)
+      TG_ASSERT(extra >= inputs.size() && extra < attrs.body->numValues())
+          << "fused: extra output %" << extra << " is not an instruction of the body";
     if (!attrs.body->reduction) return value;
     return reductionType(*attrs.body->reduction, attrs, value);
   }
@@ -610,5 +613,19 @@ TensorType inferHostType(const Op &op, const std::vector<TensorType> &inputs) {
 }
 
 } // namespace
+
+TensorType extraOutputType(const Op &fused, const std::vector<TensorType> &inputs, size_t index) {
+  const ScalarGraph &body = *fused.attrs().body;
+  TG_ASSERT(index >= 1 && index <= body.extraOutputs.size())
+      << "fused: no output " << index << " in a body of " << body.extraOutputs.size() << " extra outputs";
+  Shape space;
+  for (const TensorType &input : inputs)
+    space = *broadcastShapes(space, input.shape); // inferType has checked that they broadcast
+  return {body.dtypeOf(body.extraOutputs[index - 1]), space, fused.place()};
+}
+
+size_t outputCount(const Op &op) {
+  return op.kind() == OpKind::Fused && op.attrs().body ? 1 + op.attrs().body->extraOutputs.size() : 1;
+}
 
 } // namespace tg::ir

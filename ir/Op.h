@@ -120,6 +120,12 @@ private:
 /// already have the dtypes the op requires (the front end inserts casts). Throws UserError (without a
 /// location) when the shapes or dtypes do not fit; the caller adds the location.
 TensorType inferType(const Op &op, const std::vector<TensorType> &inputs);
+/// The type of output `index` (1 or more) of a fused node reading inputs of these types: extra output
+/// index - 1 of its body (ScalarGraph::extraOutputs) in its value's dtype, over the program's iteration space
+/// (the inputs' broadcast shape; for an elementwise body the first output's shape).
+TensorType extraOutputType(const Op &fused, const std::vector<TensorType> &inputs, size_t index);
+/// How many outputs a node of `op` has: one, and one per extra output of a fused body.
+size_t outputCount(const Op &op);
 
 /// The length of arange(start, stop, step) of `dtype`, as NumPy computes it (ceil((stop - start) / step), at
 /// least 0), exact for integer bounds over all of i64. A UserError when the step is zero, a bound is not

@@ -2,6 +2,7 @@
 
 #include "ir/ScalarGraph.h"
 
+#include <algorithm>
 #include <charconv>
 #include <deque>
 #include <map>
@@ -107,7 +108,13 @@ private:
     std::string type = " : " + value->type().str();
     if (const Node *node = value->owner()) {
       std::string pin = node->pin() == Pin::Host ? " @host" : node->pin() == Pin::Device ? " @device" : "";
-      return label + node->op().str() + " [id " + id + "]" + name + type + pin;
+      // A node of several outputs: which one, as Theano shows it (".0", ".1", ...).
+      std::string which;
+      if (node->outputs().size() > 1) {
+        auto outputs = node->outputs();
+        which = "." + std::to_string(std::find(outputs.begin(), outputs.end(), value) - outputs.begin());
+      }
+      return label + node->op().str() + which + " [id " + id + "]" + name + type + pin;
     }
     if (value->isConstant())
       return label + "const{" + constantText(value->constant()) + "} [id " + id + "]" + type;
@@ -224,8 +231,10 @@ std::string printJson(const Program &program,
         out << (j ? ", " : "") << jsonQuote(members[j]);
       out << "]";
     }
-    out << ", \"outputs\": [" << node.output()->id()
-        << "], \"type\": " << jsonQuote(node.output()->type().str())
+    out << ", \"outputs\": [";
+    for (size_t j = 0; j < node.outputs().size(); ++j)
+      out << (j ? ", " : "") << node.outputs()[j]->id();
+    out << "], \"type\": " << jsonQuote(node.output()->type().str())
         << ", \"loc\": " << jsonQuote(node.loc().str()) << "}";
   }
   out << "\n  ],\n  \"constants\": [";

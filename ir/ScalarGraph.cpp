@@ -20,7 +20,8 @@ DType ScalarGraph::dtypeOf(uint32_t value) const {
 }
 
 bool ScalarGraph::operator==(const ScalarGraph &other) const {
-  return inputDtypes == other.inputDtypes && body == other.body && reduction == other.reduction;
+  return inputDtypes == other.inputDtypes && body == other.body && reduction == other.reduction &&
+         extraOutputs == other.extraOutputs;
 }
 
 size_t ScalarGraph::hash() const {
@@ -37,6 +38,8 @@ size_t ScalarGraph::hash() const {
     mix(std::hash<uint64_t>()(bits));
   }
   if (reduction) mix(0x100 + static_cast<size_t>(*reduction));
+  for (uint32_t value : extraOutputs)
+    mix(0x200 + value);
   return h;
 }
 
@@ -65,6 +68,8 @@ std::string ScalarGraph::str() const {
     out << "\n";
   }
   if (reduction) out << "reduce " << opName(*reduction) << " %" << numValues() - 1 << "\n";
+  for (size_t k = 0; k < extraOutputs.size(); ++k)
+    out << "output " << k + 1 << " = %" << extraOutputs[k] << "\n";
   return out.str();
 }
 

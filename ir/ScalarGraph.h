@@ -42,9 +42,20 @@ struct ScalarGraph {
   SmallVector<DType, 16> inputDtypes;
   std::vector<ScalarInstr> body;   // never empty
   std::optional<OpKind> reduction; // reduces the program's value (axes and keepdims in the op's attributes)
+  // Values the kernel writes besides its result, as the fused node's outputs 1, 2, ... (multi-output
+  // fusion): instruction values of an elementwise program that are read outside it. Each is written over
+  // the result's shape, in its own dtype. None for a reduction.
+  SmallVector<uint32_t, 2> extraOutputs;
 
   size_t numInputs() const { return inputDtypes.size(); }
   size_t numValues() const { return inputDtypes.size() + body.size(); }
+  /// The arrays a kernel of this body addresses element by element: its inputs, then its extra outputs
+  /// (codegen's KernelArgs lists their pointers and strides in that order).
+  size_t numArrays() const { return inputDtypes.size() + extraOutputs.size(); }
+  /// The dtype of array k of those: an input's, or an extra output's value's.
+  DType arrayDtype(size_t k) const {
+    return k < numInputs() ? inputDtypes[k] : dtypeOf(extraOutputs[k - numInputs()]);
+  }
   DType dtypeOf(uint32_t value) const;
   DType resultDtype() const { return body.empty() ? inputDtypes[0] : body.back().dtype; }
   bool operator==(const ScalarGraph &other) const;

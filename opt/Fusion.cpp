@@ -93,9 +93,13 @@ private:
     cluster_ = nextCluster_++;
     clusterOf_[static_cast<size_t>(root->id())] = cluster_;
     members_.clear();
+    outputs_.clear();
+    externals_.clear();
     externalCount_ = 0;
     copies_ = 0;
     reduction_ = isPrologueRoot(root);
+    rootPosition_ = firstOutput_ = position_[static_cast<size_t>(root->id())];
+    placeAtRoot_ = true;
     place_ = root->op().place();
     shape_ = reduction_ ? root->input(0)->type().shape : root->output()->type().shape;
     if (reduction_) {
@@ -116,19 +120,24 @@ private:
     std::sort(members_.begin(), members_.end(),
               [](const Member &a, const Member &b) { return a.position < b.position; });
     Node *fused = build(root);
-    // The fused node takes the root's place in the order: it reads what the members read, which comes before
-    // them, and its readers are the root's. Nothing outside the cluster reads the members: they die with the
-    // root, unless copies in a prologue keep some alive (decided once the stage's clusters are built).
-    order_[position_[static_cast<size_t>(root->id())]] = fused;
-    dead_.push_back(root);
+    // The fused node takes the root's place in the order, or where its first output was (placeAtRoot_): it
+    // reads what the members read, which comes before that, and its readers come after it. Nothing outside
+    // the cluster reads the members but through the fused node's outputs: they die with the root, unless
+    // copies in a prologue keep some alive (decided once the stage's clusters are built).
+    die(memberAt(root));
     for (const Member &member : members_) {
       if (member.node == root) continue;
-      if (copies_ == 0 && !isFill(member.node)) {
+      bool output = std::find(outputs_.begin(), outputs_.end(), member.node) != outputs_.end();
+      if ((copies_ == 0 || output) && !isFill(member.node)) {
         die(member);
       } else {
         copied_.push_back(member);
       }
     }
+    uint32_t place = placeAtRoot_ ? rootPosition_ : firstOutput_;
+    order_[place] = fused;
+    position_.resize(graph_.nodeIdBound(), 0);
+    position_[static_cast<size_t>(fused->id())] = place;
     return members_.size() + (reduction_ ? 1 : 0);
   }
 
@@ -158,21 +167,45 @@ private:
     // listed as readers until it removes them, at the end).
     // A fill counts as a reader that stays (until the stage ends) even inside the cluster: another cluster
     // may take it too, reading its operand as an input.
-    bool shared = false, compared = false;
+    bool shared = false, compared = false, materialized = false;
+    uint32_t firstReader = kNoPosition; // of the readers that stay, in the order (a graph output: none)
     for (const ir::Use &use : input->clients()) {
-      shared = shared || !use.node ||
-               ((clusterOfNode(use.node) != cluster_ || isFill(use.node)) && !dies(use.node));
+      bool stays =
+          !use.node || ((clusterOfNode(use.node) != cluster_ || isFill(use.node)) && !dies(use.node));
+      shared = shared || stays;
+      if (stays) materialized = materialized || !couldFuse(use.node, input);
+      if (stays && use.node) firstReader = std::min(firstReader, positionOf(use.node));
       compared = compared || (use.node && ir::isComparison(use.node->op().kind()));
     }
-    // Two kernels may compute one value with different last bits (vector math in one, scalar in the other),
-    // so a value that is compared is never recomputed: max's gradient, x == max(x), must see its own maximum.
-    if (shared && !isFill(producer) && (!reduction_ || copies_ == kMaxPrologueCopies || compared)) return;
-    // Absorbing the producer trades its value for its own operands as inputs of the fused node.
+    // A shared value joins the cluster as one of its outputs (multi-output fusion), but for a reduction's
+    // prologue only when memory must hold the value anyway; there it is otherwise recomputed (a copy), which
+    // costs less than a round trip through memory. Two kernels may compute one value with different last
+    // bits (vector math in one, scalar in the other), so a value that is compared is never recomputed: max's
+    // gradient, x == max(x), must see its own maximum.
+    bool output = shared && !isFill(producer) && (!reduction_ || materialized);
+    bool copy = shared && !isFill(producer) && !output;
+    if (copy && (copies_ == kMaxPrologueCopies || compared)) return;
+    // Absorbing the producer trades its value for its own operands as inputs of the fused node (and, as an
+    // output, for an array written).
     size_t added = 0;
     for (Value *operand : producer->inputs())
       added += !isImmediate(operand) && !isMemberValue(operand) && !isExternal(operand);
-    if (externalCount_ - 1 + added > kMaxFusedInputs) return;
-    copies_ += shared && !isFill(producer);
+    if (externalCount_ - 1 + added + outputs_.size() + output > kMaxFusedInputs) return;
+    // The fused node must come after what it reads and before what reads its outputs. At the root's place,
+    // it does while every output's other readers come after the root; else at its first output's place,
+    // while everything it reads comes before that.
+    uint32_t first = output ? std::min(firstOutput_, positionOf(producer)) : firstOutput_;
+    bool atRoot = placeAtRoot_ && (!output || firstReader > rootPosition_);
+    if (!atRoot) {
+      for (const Value *external : externals_)
+        if (external != input && producedAt(external) >= first) return;
+      for (const Value *operand : producer->inputs())
+        if (!isImmediate(operand) && !isMemberValue(operand) && producedAt(operand) >= first) return;
+    }
+    placeAtRoot_ = atRoot;
+    firstOutput_ = first;
+    if (output) outputs_.push_back(producer);
+    copies_ += copy;
     clusterOf_[static_cast<size_t>(producer->id())] = cluster_;
     members_.push_back(memberAt(producer));
     unmarkExternal(input);
@@ -194,12 +227,28 @@ private:
     valueStamp_[id] = cluster_;
     valueSlot_[id] = kExternal;
     ++externalCount_;
+    externals_.push_back(value);
   }
   void unmarkExternal(const Value *value) {
     if (!isExternal(value)) return;
     valueStamp_[static_cast<size_t>(value->id())] = -1;
     --externalCount_;
+    externals_.erase(std::find(externals_.begin(), externals_.end(), value));
   }
+
+  /// Whether `reader` (null: a graph output) could take `value`'s producer into a kernel of its own: an
+  /// elementwise node of its shape or a reduction of it, in this cluster's place, that no cluster has taken.
+  bool couldFuse(const Node *reader, const Value *value) const {
+    if (!reader || reader->op().place() != place_ || clustered(reader)) return false;
+    if (fusible(reader)) return reader->output()->type().shape == value->type().shape;
+    return isPrologueRoot(reader) && reader->input(0) == value;
+  }
+
+  static constexpr uint32_t kNoPosition = ~uint32_t(0);
+  /// Where the order lists a node (a fused node: where this pass put it).
+  uint32_t positionOf(const Node *node) const { return position_[static_cast<size_t>(node->id())]; }
+  /// Where the order lists a value's producer; 0 for a graph input or constant, which precede every node.
+  uint32_t producedAt(const Value *value) const { return value->owner() ? positionOf(value->owner()) : 0; }
 
   bool isMemberValue(const Value *value) const {
     return value->owner() && clusterOfNode(value->owner()) == cluster_;
@@ -293,12 +342,19 @@ private:
       for (uint32_t &operand : instr.operands)
         if (operand & kInstructionBit) operand = numInputs + (operand & ~kInstructionBit);
     body->body = std::move(instrs);
+    for (const Node *output : outputs_)
+      body->extraOutputs.push_back(numInputs + (*numbered(output->output()) & ~kInstructionBit));
     ir::OpAttrs attrs = reduction_ ? root->op().attrs() : ir::OpAttrs{};
     if (reduction_) body->reduction = root->op().kind();
     attrs.body = std::move(body);
     Node *fused = graph_.addNode(ir::Op(ir::OpKind::Fused, std::move(attrs), place_), std::move(inputs),
                                  root->loc(), root->pin());
     graph_.substitute(root->output(), fused->output());
+    for (size_t k = 0; k < outputs_.size(); ++k)
+      graph_.substitute(outputs_[k]->output(), fused->outputs()[k + 1]);
+    // Later clusters of the stage may read the new outputs.
+    valueStamp_.resize(graph_.valueIdBound(), -1);
+    valueSlot_.resize(graph_.valueIdBound(), 0);
     if (placement_)
       if (auto reason = placement_->find(root); reason != placement_->end())
         (*placement_)[fused] = reason->second + " (fused)";
@@ -316,9 +372,13 @@ private:
   ir::Place place_ = ir::Place::Host;
   ir::Shape shape_; // of every member's value
   size_t copies_ = 0;
+  uint32_t rootPosition_ = 0, firstOutput_ = 0; // the root's place; the first place of an output
+  bool placeAtRoot_ = true;                     // whether the fused node can take the root's place
   std::vector<Member> members_;
-  std::vector<Member> copied_; // the stage's members of prologues that copy, alive or not
-  std::vector<Node *> dead_;   // the clusters' nodes, then the copies nothing reads
+  std::vector<const Node *> outputs_;    // members whose values are read outside: extra outputs
+  std::vector<const Value *> externals_; // the values marked external
+  std::vector<Member> copied_;           // the stage's members of prologues that copy, alive or not
+  std::vector<Node *> dead_;             // the clusters' nodes, then the copies nothing reads
   static constexpr uint32_t kExternal = ~0u;
   std::vector<int> valueStamp_;     // by value id: whose mark valueSlot_ holds
   std::vector<uint32_t> valueSlot_; // by value id: kExternal while growing, the operand number in build

@@ -14,6 +14,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -38,9 +39,11 @@ public:
   /// A host copy of the device tensor `device` (waits for the work that computes it).
   virtual Tensor download(const Tensor &device) = 0;
   /// Runs a device-placed node on `arguments`: device tensors, and host 0-d tensors (scalars that device
-  /// nodes read without a transfer). Returns its value in device memory. Errors are ir::UserErrors without
-  /// a location (the executor adds the node's).
-  virtual Tensor run(const ir::Node &node, const std::vector<Tensor> &arguments) = 0;
+  /// nodes read without a transfer). Returns its first output in device memory, and puts the others (a
+  /// fused node's extra outputs) in `extraOutputs`, one place each. Errors are ir::UserErrors without a
+  /// location (the executor adds the node's).
+  virtual Tensor run(const ir::Node &node, const std::vector<Tensor> &arguments,
+                     std::span<Tensor> extraOutputs = {}) = 0;
   /// Waits until all queued work is done and reports a failure of it (nothing to wait for on sim).
   virtual void synchronize() {}
   /// What the device did besides kernels, for `tgc run -v` (e.g. nodes it ran on the host through staging);

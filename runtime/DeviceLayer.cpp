@@ -122,7 +122,11 @@ bool DeviceLayer::hasKernel(ir::OpKind kind, ir::DType dtype) {
   }
 }
 
-Tensor DeviceLayer::run(const ir::Node &node, const std::vector<Tensor> &arguments) {
+Tensor DeviceLayer::run(const ir::Node &node, const std::vector<Tensor> &arguments,
+                        std::span<Tensor> extraOutputs) {
+  TG_ASSERT(extraOutputs.size() + 1 == node.outputs().size())
+      << node.op().name() << ": " << extraOutputs.size() << " places for " << node.outputs().size() - 1
+      << " extra outputs";
   std::vector<Tensor> inputs;
   for (const Tensor &argument : arguments)
     inputs.push_back(argument.memory() == Memory::Device ? argument : upload(argument));
@@ -133,7 +137,8 @@ Tensor DeviceLayer::run(const ir::Node &node, const std::vector<Tensor> &argumen
                   "no device kernel for " + std::string(op.name()) + " of " + ir::dtypeName(dtype));
   switch (op.kind()) {
   case OpKind::Fused:
-    return op.attrs().body->reduction ? reduce(op, inputs, dtype) : elementwise(*op.attrs().body, inputs);
+    return op.attrs().body->reduction ? reduce(op, inputs, dtype, extraOutputs)
+                                      : elementwise(*op.attrs().body, inputs, {}, extraOutputs);
   case OpKind::Matmul:
     return matmul(inputs[0], inputs[1], dtype);
   case OpKind::Transpose:
@@ -268,15 +273,16 @@ void DeviceLayer::launchTraced(const FusedKernelLaunch &fused, bool canFail) {
 }
 
 Tensor DeviceLayer::elementwise(const ir::ScalarGraph &body, const std::vector<Tensor> &inputs,
-                                std::vector<int64_t> shape) {
+                                std::vector<int64_t> shape, std::span<Tensor> extraOutputs) {
   Launch bound(
       body, inputs,
       [this](ir::DType dtype, std::vector<int64_t> size) { return allocate(dtype, std::move(size)); },
       std::move(shape));
+  std::move(bound.extraOutputs.begin(), bound.extraOutputs.end(), extraOutputs.begin());
   int64_t count = bound.output.numElements();
   if (count == 0) return bound.output;
   bool strided = bound.layout == codegen::Layout::Strided;
-  PackedArgs packed = pack(bound.args, inputs.size(), strided);
+  PackedArgs packed = pack(bound.args, body.numArrays(), strided);
   auto blocks = static_cast<unsigned>(std::min<int64_t>(
       (count + kBlockSize - 1) / kBlockSize, int64_t(multiprocessors_) * kBlocksPerMultiprocessor));
   FusedKernelLaunch fused{{&body, bound.layout},
@@ -293,14 +299,16 @@ Tensor DeviceLayer::elementwise(const ir::ScalarGraph &body, const std::vector<T
   return bound.output;
 }
 
-Tensor DeviceLayer::reduce(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype) {
+Tensor DeviceLayer::reduce(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype,
+                           std::span<Tensor> extraOutputs) {
   ReductionLaunch bound(op, inputs, dtype, [this](ir::DType type, std::vector<int64_t> shape) {
     return allocate(type, std::move(shape));
   });
+  std::move(bound.extraOutputs.begin(), bound.extraOutputs.end(), extraOutputs.begin());
   int64_t count = bound.output.numElements();
   if (count == 0) return bound.output;
   const ir::ScalarGraph &body = *op.attrs().body;
-  PackedArgs packed = pack(bound.args, inputs.size(), true);
+  PackedArgs packed = pack(bound.args, body.numArrays(), true);
   // One block per output, in whole warps, as many threads as the reduced elements need (up to 256).
   auto threads = static_cast<unsigned>(std::clamp<int64_t>((bound.reducedCount + 31) / 32 * 32, 32, 256));
   auto blocks = static_cast<unsigned>(

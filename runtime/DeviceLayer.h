@@ -139,7 +139,8 @@ public:
 
   Tensor upload(const Tensor &host) final;
   Tensor download(const Tensor &device) final;
-  Tensor run(const ir::Node &node, const std::vector<Tensor> &arguments) final;
+  Tensor run(const ir::Node &node, const std::vector<Tensor> &arguments,
+             std::span<Tensor> extraOutputs = {}) final;
   void synchronize() final;
   std::string report() const final;
 
@@ -169,8 +170,9 @@ private:
   Tensor allocate(ir::DType dtype, std::vector<int64_t> shape);
   Tensor contiguous(const Tensor &tensor);
   Tensor elementwise(const ir::ScalarGraph &body, const std::vector<Tensor> &inputs,
-                     std::vector<int64_t> shape = {});
-  Tensor reduce(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype);
+                     std::vector<int64_t> shape = {}, std::span<Tensor> extraOutputs = {});
+  Tensor reduce(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype,
+                std::span<Tensor> extraOutputs = {});
   Tensor join(const ir::Op &op, std::vector<Tensor> inputs);
   Tensor argReduce(const ir::Op &op, Tensor x);
   Tensor matmul(const Tensor &left, const Tensor &right, ir::DType dtype);

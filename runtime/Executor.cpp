@@ -76,7 +76,8 @@ Executor::Executor(const ir::Graph &graph, Device *device)
     numberConstant(output);
   firstComputed_ = slots_.size();
   for (const ir::Node *node : graph.toposort())
-    number(node->output());
+    for (const ir::Value *output : node->outputs())
+      number(output);
 }
 
 const Executor::Plan &Executor::plan(size_t count) {
@@ -93,7 +94,9 @@ const Executor::Plan &Executor::plan(size_t count) {
   auto plan = std::make_unique<Plan>();
   for (const ir::Node *node : graph_.toposort())
     if (needed.count(node)) {
-      Step step{node, {}, {}, {}, slotOf_.at(node->output()), nullptr};
+      Step step{node, {}, {}, {}, slotOf_.at(node->output()), {}, nullptr};
+      for (const ir::Value *extra : node->outputs().subspan(1))
+        step.extraResults.push_back(slotOf_.at(extra));
       if (node->op().kind() == ir::OpKind::Fused && node->op().place() == ir::Place::Host)
         step.launch = std::make_shared<HostLaunchMemo>();
       for (const ir::Value *input : node->inputs())
@@ -110,6 +113,10 @@ const Executor::Plan &Executor::plan(size_t count) {
   std::vector<bool> seen(slots_.size(), false);
   for (size_t s = plan->steps.size(); s-- > 0;) {
     Step &step = plan->steps[s];
+    // An output no later step reads and the run does not return is not kept at all.
+    for (uint32_t &extra : step.extraResults)
+      if (!seen[extra] && !kept[extra]) extra = kNoSlot;
+    if (!seen[step.result] && !kept[step.result]) step.result = kNoSlot;
     step.takes.assign(step.arguments.size(), false);
     for (size_t a = step.arguments.size(); a-- > 0;) {
       uint32_t slot = step.arguments[a];
@@ -140,15 +147,15 @@ Tensor Executor::transfer(const ir::Node &node, const Tensor &source) {
   return copy;
 }
 
-Tensor Executor::runStep(const Step &step, std::vector<Tensor> &arguments) {
+Tensor Executor::runStep(const Step &step, std::vector<Tensor> &arguments, std::span<Tensor> extraOutputs) {
   const ir::Node &node = *step.node;
   ir::OpKind kind = node.op().kind();
   if (kind == ir::OpKind::ToDevice || kind == ir::OpKind::ToHost) return transfer(node, arguments[0]);
-  if (node.op().place() == ir::Place::Device) return device_->run(node, arguments);
+  if (node.op().place() == ir::Place::Device) return device_->run(node, arguments, extraOutputs);
   ir::DType dtype = node.output()->type().dtype;
-  Tensor result = step.launch
-                      ? fusedKernel(node.op(), arguments, dtype, /*reuseInputs=*/true, step.launch.get())
-                      : runKernel(node.op(), arguments, dtype, /*reuseInputs=*/true);
+  Tensor result = step.launch ? fusedKernel(node.op(), arguments, dtype, /*reuseInputs=*/true,
+                                            step.launch.get(), extraOutputs)
+                              : runKernel(node.op(), arguments, dtype, /*reuseInputs=*/true);
   TG_ASSERT(result.dtype() == dtype) << node.op().str() << " computed " << ir::dtypeName(result.dtype())
                                      << ", but its type says " << node.output()->type().str();
   return result;
@@ -171,7 +178,7 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor> &inputs, size_t coun
     }
   } clear{slots_, inputs.size(), firstComputed_};
 
-  std::vector<Tensor> arguments;
+  std::vector<Tensor> arguments, extraOutputs;
   for (const Step &step : plan.steps) {
     arguments.clear();
     for (size_t a = 0; a < step.arguments.size(); ++a) {
@@ -180,8 +187,9 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor> &inputs, size_t coun
       arguments.push_back(step.takes[a] ? std::move(value) : value);
     }
     Tensor result;
+    extraOutputs.resize(step.extraResults.size());
     try {
-      result = runStep(step, arguments);
+      result = runStep(step, arguments, extraOutputs);
     } catch (ir::UserError &error) {
       if (!error.loc.known()) error.loc = step.node->loc();
       throw;
@@ -193,7 +201,11 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor> &inputs, size_t coun
         << type.str();
     for (uint32_t slot : step.drops)
       slots_[slot] = Tensor();
-    slots_[step.result] = std::move(result);
+    if (step.result != kNoSlot) slots_[step.result] = std::move(result);
+    for (size_t k = 0; k < extraOutputs.size(); ++k) {
+      Tensor extra = std::move(extraOutputs[k]); // (an unread one is dropped here)
+      if (step.extraResults[k] != kNoSlot) slots_[step.extraResults[k]] = std::move(extra);
+    }
   }
 
   std::vector<Tensor> outputs;

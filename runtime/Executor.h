@@ -13,6 +13,7 @@
 #include "runtime/Tensor.h"
 
 #include <memory>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -56,22 +57,26 @@ public:
 
 private:
   /// One node of a plan: the slots of its arguments, those it takes over (it is their last reader, and each
-  /// appears once), those dropped after it, and its result's slot.
+  /// appears once), those dropped after it, and its results' slots (its outputs' in order; kNoSlot for an
+  /// output nothing in the plan reads).
   struct Step {
     const ir::Node *node;
     std::vector<uint32_t> arguments;
     std::vector<bool> takes;
     std::vector<uint32_t> drops;
     uint32_t result;
+    std::vector<uint32_t> extraResults;     // a fused node's extra outputs
     std::shared_ptr<HostLaunchMemo> launch; // a host fused node's last launch (FusedLaunch.h)
   };
+  static constexpr uint32_t kNoSlot = ~uint32_t(0);
   /// The steps that compute the first `outputs.size()` graph outputs, in topological order.
   struct Plan {
     std::vector<Step> steps;
     std::vector<uint32_t> outputs;
   };
   const Plan &plan(size_t count);
-  Tensor runStep(const Step &step, std::vector<Tensor> &arguments);
+  /// Runs a step's node: returns its first output and puts the others in `extraOutputs`.
+  Tensor runStep(const Step &step, std::vector<Tensor> &arguments, std::span<Tensor> extraOutputs);
   /// Runs a to_device or to_host node: a counted copy between the two memories.
   Tensor transfer(const ir::Node &node, const Tensor &source);
 

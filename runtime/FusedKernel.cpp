@@ -12,6 +12,7 @@
 #include "runtime/WorkerPool.h"
 
 #include <algorithm>
+#include <span>
 
 namespace tg::runtime {
 
@@ -53,32 +54,33 @@ Tensor outputOver(const std::vector<Tensor> &operands, bool reuseOperands, ir::D
 }
 
 Tensor runHost(const ir::ScalarGraph &body, const std::vector<Tensor> &operands, bool reuseOperands,
-               HostLaunchMemo *memo) {
+               HostLaunchMemo *memo, std::span<Tensor> extraOutputs) {
   Launch launch(body, operands, [&](ir::DType dtype, std::vector<int64_t> shape) {
     return outputOver(operands, reuseOperands, dtype, shape);
   });
   codegen::KernelSpec spec{&body, launch.layout};
   if (launch.layout == codegen::Layout::Strided) // specialized for unit and zero strides along the last axis
-    spec.innerStrides = codegen::innerStridePattern(launch.strides, operands.size(), launch.shape.size());
+    spec.innerStrides = codegen::innerStridePattern(launch.strides, body.numArrays(), launch.shape.size());
   codegen::HostKernel kernel = codegen::compileHostKernel(spec);
   int64_t count = launch.output.numElements();
   int64_t threads = std::clamp<int64_t>(count / kElementsPerThread, 1, hostThreads());
-  if (memo) memo->record(operands, spec, kernel, launch.args, launch.output.shape(), threads);
+  if (memo) memo->record(operands, spec, kernel, launch.args, launch.output.shape(), launch.shape, threads);
   runOnThreads(spec, kernel, launch.args, count, threads);
+  std::move(launch.extraOutputs.begin(), launch.extraOutputs.end(), extraOutputs.begin());
   return launch.output;
 }
 
 /// Whether a Strided reduction reads memory in order when it accumulates neighbouring outputs together
 /// (KernelSpec::blockedOutputs) rather than one output at a time: no input is contiguous along the innermost
 /// reduced axis, and one is along the last kept axis. A column sum of a C-order matrix is; a row sum is not.
-bool readsAcrossOutputs(const ReductionLaunch &launch, size_t numInputs) {
+bool readsAcrossOutputs(const ReductionLaunch &launch, size_t numArrays) {
   size_t rank = launch.shape.size();
   auto reducedRank = static_cast<size_t>(launch.args.reducedRank);
   if (launch.layout != codegen::Layout::Strided || reducedRank == 0 || reducedRank >= rank) return false;
   size_t lastKept = rank - reducedRank - 1;
   if (launch.shape[lastKept] < 2) return false;
   bool unitAcross = false;
-  for (size_t k = 0; k < numInputs; ++k) {
+  for (size_t k = 0; k < numArrays; ++k) {
     if (launch.strides[k * rank + rank - 1] == 1) return false;
     unitAcross = unitAcross || launch.strides[k * rank + lastKept] == 1;
   }
@@ -86,37 +88,50 @@ bool readsAcrossOutputs(const ReductionLaunch &launch, size_t numInputs) {
 }
 
 Tensor runHostReduction(const ir::Op &op, const std::vector<Tensor> &operands, ir::DType dtype,
-                        HostLaunchMemo *memo) {
+                        HostLaunchMemo *memo, std::span<Tensor> extraOutputs) {
   ReductionLaunch launch(op, operands, dtype, Tensor::empty);
-  codegen::KernelSpec spec{op.attrs().body.get(), launch.layout};
+  const ir::ScalarGraph &body = *op.attrs().body;
+  codegen::KernelSpec spec{&body, launch.layout};
   if (launch.layout ==
       codegen::Layout::Strided) // specialized for the strides along the innermost reduced axis
     spec.innerStrides =
         launch.args.reducedRank == 0
-            ? std::vector<codegen::InnerStride>(operands.size(), codegen::InnerStride::Zero)
-            : codegen::innerStridePattern(launch.strides, operands.size(), launch.shape.size());
-  spec.blockedOutputs = readsAcrossOutputs(launch, operands.size());
+            ? std::vector<codegen::InnerStride>(body.numArrays(), codegen::InnerStride::Zero)
+            : codegen::innerStridePattern(launch.strides, body.numArrays(), launch.shape.size());
+  spec.blockedOutputs = readsAcrossOutputs(launch, body.numArrays());
+  std::vector<int64_t> space;
+  for (const Tensor &operand : operands)
+    space = broadcastShapes(space, operand.shape());
   codegen::HostKernel kernel = codegen::compileHostKernel(spec);
   int64_t count = launch.output.numElements();
   int64_t work = count * std::max<int64_t>(launch.reducedCount, 1);
   int64_t threads = std::clamp<int64_t>(std::min(work / kElementsPerThread, count), 1, hostThreads());
-  if (memo) memo->record(operands, spec, kernel, launch.args, launch.output.shape(), threads);
+  if (memo) memo->record(operands, spec, kernel, launch.args, launch.output.shape(), space, threads);
   if (count > 0) runOnThreads(spec, kernel, launch.args, count, threads);
+  std::move(launch.extraOutputs.begin(), launch.extraOutputs.end(), extraOutputs.begin());
   return launch.output;
 }
 
 /// A launch like the last one `memo` recorded: the operands' pointers and a new output bound to its
 /// arguments.
 Tensor runMemoized(const HostLaunchMemo &memo, const std::vector<Tensor> &operands, ir::DType dtype,
-                   bool reuseOperands) {
-  bool reduction = memo.spec.body->reduction.has_value();
+                   bool reuseOperands, std::span<Tensor> extraOutputs) {
+  const ir::ScalarGraph &body = *memo.spec.body;
+  bool reduction = body.reduction.has_value();
   Tensor output = reduction ? Tensor::empty(dtype, memo.outputShape)
                             : outputOver(operands, reuseOperands, dtype, memo.outputShape);
+  for (size_t k = 0; k < extraOutputs.size(); ++k) {
+    ir::DType extraDtype = body.arrayDtype(body.numInputs() + k);
+    extraOutputs[k] = reduction ? Tensor::empty(extraDtype, memo.extraShape)
+                                : outputOver(operands, reuseOperands, extraDtype, memo.extraShape);
+  }
   int64_t count = output.numElements();
   if (count == 0) return output;
   ir::SmallVector<const void *, 16> inputs;
   for (const Tensor &operand : operands)
     inputs.push_back(operand.rawData());
+  for (const Tensor &extra : extraOutputs)
+    inputs.push_back(extra.rawData());
   codegen::KernelArgs args{static_cast<int64_t>(memo.shape.size()),
                            memo.shape.data(),
                            inputs.data(),
@@ -129,7 +144,8 @@ Tensor runMemoized(const HostLaunchMemo &memo, const std::vector<Tensor> &operan
 
 } // namespace
 
-Tensor evaluateFusedByKernels(const ir::Op &fused, const std::vector<Tensor> &inputs, ir::DType dtype) {
+std::vector<Tensor> evaluateFusedByKernels(const ir::Op &fused, const std::vector<Tensor> &inputs,
+                                           ir::DType dtype) {
   const ir::ScalarGraph &body = *fused.attrs().body;
   TG_ASSERT(inputs.size() == body.numInputs())
       << "fused: " << inputs.size() << " inputs for a body of " << body.numInputs();
@@ -147,26 +163,32 @@ Tensor evaluateFusedByKernels(const ir::Op &fused, const std::vector<Tensor> &in
     ir::TensorType type{instr.dtype, {}, ir::Place::Host};
     values.push_back(runOp(ir::Op(instr.kind, attrs), operands, {type})[0]);
   }
-  // The result has the broadcast shape of all inputs, even where the program's last value reads fewer.
-  Tensor result = values.back();
-  std::vector<int64_t> shape = result.shape();
+  // The outputs have the broadcast shape of all inputs, even where the program's values read fewer.
+  std::vector<int64_t> shape;
   for (const Tensor &input : inputs)
     shape = broadcastShapes(shape, input.shape());
-  if (shape != result.shape()) {
-    Tensor broadcast = Tensor::empty(result.dtype(), shape);
-    broadcast.copyFrom(result.view(shape, broadcastStrides(result, shape), result.offset()));
-    result = broadcast;
-  }
-  if (!body.reduction) return result;
-  return reductionKernel(ir::Op(*body.reduction, fused.attrs()), result, dtype);
+  auto broadcast = [&](const Tensor &value) {
+    std::vector<int64_t> full = broadcastShapes(shape, value.shape());
+    if (full == value.shape()) return value;
+    Tensor copy = Tensor::empty(value.dtype(), full);
+    copy.copyFrom(value.view(full, broadcastStrides(value, full), value.offset()));
+    return copy;
+  };
+  std::vector<Tensor> outputs{broadcast(values.back())};
+  for (uint32_t extra : body.extraOutputs)
+    outputs.push_back(broadcast(values[extra]));
+  if (body.reduction) outputs[0] = reductionKernel(ir::Op(*body.reduction, fused.attrs()), outputs[0], dtype);
+  return outputs;
 }
 
 Tensor fusedKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype, bool reuseInputs,
-                   HostLaunchMemo *memo) {
-  if (memo && memo->fits(inputs)) return runMemoized(*memo, inputs, dtype, reuseInputs);
+                   HostLaunchMemo *memo, std::span<Tensor> extraOutputs) {
   const ir::ScalarGraph &body = *op.attrs().body;
-  return body.reduction ? runHostReduction(op, inputs, dtype, memo)
-                        : runHost(body, inputs, reuseInputs, memo);
+  TG_ASSERT(extraOutputs.size() == body.extraOutputs.size())
+      << "fused: " << extraOutputs.size() << " places for " << body.extraOutputs.size() << " extra outputs";
+  if (memo && memo->fits(inputs)) return runMemoized(*memo, inputs, dtype, reuseInputs, extraOutputs);
+  return body.reduction ? runHostReduction(op, inputs, dtype, memo, extraOutputs)
+                        : runHost(body, inputs, reuseInputs, memo, extraOutputs);
 }
 
 } // namespace tg::runtime

@@ -20,12 +20,21 @@ Launch::Launch(const ir::ScalarGraph &body, const std::vector<Tensor> &operands,
     inputs.push_back(input.rawData());
     layoutInputs.push_back({input.shape(), input.strides()});
   }
+  // The extra outputs are C-contiguous over the shape: addressed like contiguous inputs, they leave the
+  // layout as the inputs make it.
+  for (size_t k = 0; k < body.extraOutputs.size(); ++k) {
+    extraOutputs.push_back(allocate(body.arrayDtype(body.numInputs() + k), shape));
+    inputs.push_back(extraOutputs.back().rawData());
+  }
   layout = codegen::kernelLayout(body, shape, layoutInputs);
-  if (layout == codegen::Layout::Strided)
+  if (layout == codegen::Layout::Strided) {
     for (const Tensor &input : operands) {
       std::vector<int64_t> along = broadcastStrides(input, shape);
       strides.insert(strides.end(), along.begin(), along.end());
     }
+    for (const Tensor &extra : extraOutputs)
+      strides.insert(strides.end(), extra.strides().begin(), extra.strides().end());
+  }
   args = {static_cast<int64_t>(shape.size()), shape.data(), inputs.data(), strides.data(), output.rawData()};
 }
 
@@ -64,12 +73,19 @@ ReductionLaunch::ReductionLaunch(const ir::Op &op, const std::vector<Tensor> &op
   for (size_t axis : order)
     shape.push_back(space[axis]);
   ir::SmallVector<codegen::LayoutInput, 8> layoutInputs;
-  for (const Tensor &input : operands) {
-    inputs.push_back(input.rawData());
-    layoutInputs.push_back({input.shape(), input.strides()});
-    std::vector<int64_t> along = broadcastStrides(input, space);
+  auto addArray = [&](const Tensor &array) {
+    inputs.push_back(array.rawData());
+    std::vector<int64_t> along = broadcastStrides(array, space);
     for (size_t axis : order)
       strides.push_back(along[axis]);
+  };
+  for (const Tensor &input : operands) {
+    addArray(input);
+    layoutInputs.push_back({input.shape(), input.strides()});
+  }
+  for (size_t k = 0; k < body.extraOutputs.size(); ++k) {
+    extraOutputs.push_back(allocate(body.arrayDtype(body.numInputs() + k), space));
+    addArray(extraOutputs.back());
   }
   layout = codegen::kernelLayout(body, space, layoutInputs, op.attrs().axes);
   args = {static_cast<int64_t>(shape.size()),
@@ -97,7 +113,8 @@ bool HostLaunchMemo::fits(const std::vector<Tensor> &operands) const {
 
 void HostLaunchMemo::record(const std::vector<Tensor> &operands, const codegen::KernelSpec &launchSpec,
                             codegen::HostKernel launchKernel, const codegen::KernelArgs &args,
-                            std::vector<int64_t> launchOutputShape, int64_t launchThreads) {
+                            std::vector<int64_t> launchOutputShape, std::vector<int64_t> launchExtraShape,
+                            int64_t launchThreads) {
   operandLayout_.clear();
   for (const Tensor &operand : operands) {
     operandLayout_.push_back(static_cast<int64_t>(operand.rank()));
@@ -109,8 +126,9 @@ void HostLaunchMemo::record(const std::vector<Tensor> &operands, const codegen::
   shape.assign(args.shape, args.shape + args.rank);
   strides.clear();
   if (spec.layout == codegen::Layout::Strided || spec.body->reduction)
-    strides.assign(args.strides, args.strides + args.rank * static_cast<int64_t>(operands.size()));
+    strides.assign(args.strides, args.strides + args.rank * static_cast<int64_t>(spec.body->numArrays()));
   outputShape = std::move(launchOutputShape);
+  extraShape = std::move(launchExtraShape);
   reducedRank = args.reducedRank;
   threads = launchThreads;
 }

@@ -15,10 +15,11 @@ namespace tg::runtime {
 /// Allocates a C-contiguous output of a dtype and shape (host memory, or a device's).
 using AllocateOutput = std::function<Tensor(ir::DType, std::vector<int64_t>)>;
 
-/// A fused node's operands bound for one call: the output, strides, pointers and the layout they allow
+/// A fused node's operands bound for one call: the outputs, strides, pointers and the layout they allow
 /// (codegen::kernelLayout).
 struct Launch {
   Tensor output;
+  std::vector<Tensor> extraOutputs; // one per ScalarGraph::extraOutputs, of the output's shape
   std::vector<int64_t> shape, strides;
   std::vector<const void *> inputs;
   codegen::Layout layout = codegen::Layout::Contiguous;
@@ -32,9 +33,11 @@ struct Launch {
 };
 
 /// A reduction node's operands bound for one call: the iteration space (the inputs' broadcast shape) with
-/// the kept axes first and the reduced axes last (Kernel.h's KernelArgs), and the output over the kept axes.
+/// the kept axes first and the reduced axes last (Kernel.h's KernelArgs), the output over the kept axes, and
+/// the extra outputs over the space as it is (C order).
 struct ReductionLaunch {
   Tensor output;
+  std::vector<Tensor> extraOutputs; // one per ScalarGraph::extraOutputs, over the iteration space
   std::vector<int64_t> shape, strides;
   std::vector<const void *> inputs;
   codegen::Layout layout = codegen::Layout::Contiguous;
@@ -57,11 +60,12 @@ public:
   /// Records a launch over `operands`.
   void record(const std::vector<Tensor> &operands, const codegen::KernelSpec &spec,
               codegen::HostKernel kernel, const codegen::KernelArgs &args, std::vector<int64_t> outputShape,
-              int64_t threads);
+              std::vector<int64_t> extraShape, int64_t threads);
 
   codegen::KernelSpec spec;
   codegen::HostKernel kernel = nullptr;
-  std::vector<int64_t> shape, strides, outputShape; // the arguments' iteration space and strides
+  std::vector<int64_t> shape, strides;          // the arguments' iteration space and strides
+  std::vector<int64_t> outputShape, extraShape; // the first output's shape, and the extra outputs'
   int64_t reducedRank = 0, threads = 1;
 
 private:

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -130,9 +131,10 @@ struct ArangeTerms {
 };
 ArangeTerms arangeTerms(const ir::OpAttrs &attrs, ir::DType dtype);
 Tensor sortKernel(const ir::Op &op, const Tensor &input, ir::DType dtype);
-/// A fused node's program over whole tensors; `reuseInputs` as runOp's (Kernels.h). With a `memo`, a launch
-/// over operands of the shapes and strides it recorded reuses what it holds, and any other records itself.
+/// A fused node's program over whole tensors; `reuseInputs` as runOp's (Kernels.h). Returns the first output
+/// and puts the body's extra outputs in `extraOutputs` (one place each). With a `memo`, a launch over
+/// operands of the shapes and strides it recorded reuses what it holds, and any other records itself.
 Tensor fusedKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype, bool reuseInputs,
-                   HostLaunchMemo *memo = nullptr);
+                   HostLaunchMemo *memo = nullptr, std::span<Tensor> extraOutputs = {});
 
 } // namespace tg::runtime

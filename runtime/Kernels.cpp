@@ -80,12 +80,17 @@ Tensor runKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType 
 
 std::vector<Tensor> runOp(const ir::Op &op, const std::vector<Tensor> &inputs,
                           const std::vector<ir::TensorType> &outputTypes, bool reuseInputs) {
-  TG_ASSERT(outputTypes.size() == 1) << op.name() << " has one output, not " << outputTypes.size();
-  Tensor result = runKernel(op, inputs, outputTypes[0].dtype, reuseInputs);
-  TG_ASSERT(result.dtype() == outputTypes[0].dtype)
-      << op.str() << " computed " << ir::dtypeName(result.dtype()) << ", but its type says "
-      << outputTypes[0].str();
-  return {std::move(result)};
+  TG_ASSERT(outputTypes.size() == ir::outputCount(op))
+      << op.name() << " has " << ir::outputCount(op) << " outputs, not " << outputTypes.size();
+  std::vector<Tensor> results(outputTypes.size());
+  results[0] = op.kind() == OpKind::Fused ? fusedKernel(op, inputs, outputTypes[0].dtype, reuseInputs,
+                                                        nullptr, std::span<Tensor>(results).subspan(1))
+                                          : runKernel(op, inputs, outputTypes[0].dtype, reuseInputs);
+  for (size_t i = 0; i < results.size(); ++i)
+    TG_ASSERT(results[i].dtype() == outputTypes[i].dtype)
+        << op.str() << " computed " << ir::dtypeName(results[i].dtype()) << " for output " << i
+        << ", but its type says " << outputTypes[i].str();
+  return results;
 }
 
 } // namespace tg::runtime

@@ -19,13 +19,15 @@ namespace tg::runtime {
 std::vector<Tensor> runOp(const ir::Op &op, const std::vector<Tensor> &inputs,
                           const std::vector<ir::TensorType> &outputTypes, bool reuseInputs = false);
 
-/// runOp's one result, of `dtype`, without the vectors around it: what the executor calls every step.
+/// runOp's result, of `dtype`, without the vectors around it, for an op of one output: what the executor
+/// calls every step.
 Tensor runKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype,
                  bool reuseInputs = false);
 
 /// A fused node's program evaluated instruction by instruction with the kernels above, over whole tensors
-/// (then reduced, for a reduction with a prologue), giving `dtype`: the reference the generated kernels are
-/// tested against.
-Tensor evaluateFusedByKernels(const ir::Op &fused, const std::vector<Tensor> &inputs, ir::DType dtype);
+/// (then reduced, for a reduction with a prologue), giving its outputs (the first of `dtype`, then the
+/// extra outputs): the reference the generated kernels are tested against.
+std::vector<Tensor> evaluateFusedByKernels(const ir::Op &fused, const std::vector<Tensor> &inputs,
+                                           ir::DType dtype);
 
 } // namespace tg::runtime

@@ -59,6 +59,15 @@ codegen::Layout staticLayout(const ir::Node &node) {
   return codegen::kernelLayout(body, spaceSizes, inputs, reducedAxes);
 }
 
+/// The type of a node's output, or of its outputs as a tuple "(f32[n], bool[n])" when it has several.
+std::string resultTypes(const ir::Node &node) {
+  if (node.outputs().size() == 1) return node.output()->type().str();
+  std::string text = "(";
+  for (size_t i = 0; i < node.outputs().size(); ++i)
+    text += (i ? ", " : "") + node.outputs()[i]->type().str();
+  return text + ")";
+}
+
 } // namespace
 
 /// Prints `name = value`, continuation lines aligned under the first, as NumPy aligns a repr.
@@ -138,9 +147,9 @@ std::string printKernels(const ir::Program &program, bool ptx, const std::string
     }
     codegen::Layout layout = staticLayout(*node);
     codegen::KernelSpec spec{node->op().attrs().body.get(), layout};
-    out << comment << " kernel " << index++ << ": " << node->op().str() << " -> "
-        << node->output()->type().str() << ", "
-        << (layout == codegen::Layout::Contiguous ? "contiguous" : "strided") << ", at " << node->loc().str();
+    out << comment << " kernel " << index++ << ": " << node->op().str() << " -> " << resultTypes(*node)
+        << ", " << (layout == codegen::Layout::Contiguous ? "contiguous" : "strided") << ", at "
+        << node->loc().str();
     if (ptx) {
       out << ": " << codegen::kernelName(spec) << "\n";
       module.fused.push_back(spec);

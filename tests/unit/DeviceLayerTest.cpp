@@ -4,10 +4,12 @@
 #include "runtime/DeviceLayer.h"
 
 #include "ir/Graph.h"
+#include "ir/ScalarGraph.h"
 #include "runtime/Device.h"
 #include "runtime/Kernels.h"
 
 #include <gtest/gtest.h>
+#include <optional>
 #include <string>
 
 namespace {
@@ -63,6 +65,69 @@ Tensor range(DType dtype, const std::vector<int64_t> &shape, int64_t start = 0) 
     data.set(i, dtype == DType::Bool ? static_cast<double>((i + start) % 3 == 0)
                                      : static_cast<double>(i + start));
   return Tensor::fromData(data);
+}
+
+TEST(DeviceLayerTest, KernelsOfSeveralOutputsWriteEachAsTheCpuDoes) {
+  // e = exp(a - b) written beside r = e * a (elementwise), or beside sum(e) over either axis (a reduction
+  // writing its prologue's value): contiguous, broadcast (strided) and column (strided) cases.
+  auto body = std::make_shared<tg::ir::ScalarGraph>();
+  body->inputDtypes = {DType::F32, DType::F32};
+  body->body = {
+      {OpKind::Sub, DType::F32, {0, 1}}, {OpKind::Exp, DType::F32, {2}}, {OpKind::Mul, DType::F32, {3, 0}}};
+  body->extraOutputs = {3, 2};
+  struct Case {
+    std::vector<int64_t> bShape;
+    std::optional<std::pair<OpKind, int64_t>> reduction;
+  };
+  for (const Case &c : {Case{{37, 300}, std::nullopt}, Case{{300}, std::nullopt},
+                        Case{{37, 300}, std::pair{OpKind::Sum, int64_t(1)}},
+                        Case{{300}, std::pair{OpKind::Max, int64_t(0)}}}) {
+    std::string what = "b " + std::to_string(c.bShape.size()) + "-d" +
+                       (c.reduction ? ", reduced over axis " + std::to_string(c.reduction->second) : "");
+    OpAttrs attrs;
+    auto withReduction = std::make_shared<tg::ir::ScalarGraph>(*body);
+    if (c.reduction) {
+      withReduction->reduction = c.reduction->first;
+      attrs.axes = {c.reduction->second};
+    }
+    attrs.body = withReduction;
+    auto small = [](const std::vector<int64_t> &shape, int64_t start) { // exp stays finite
+      TensorData data(DType::F32, shape);
+      for (int64_t i = 0; i < data.numElements(); ++i)
+        data.set(i, static_cast<double>((i + start) % 17) / 16);
+      return Tensor::fromData(data);
+    };
+    std::vector<Tensor> inputs{small({37, 300}, 0), small(c.bShape, 5)};
+    Graph graph;
+    auto *a = graph.addInput(typeOf(DType::F32, {37, 300}, Place::Device), "a");
+    auto *b = graph.addInput(typeOf(DType::F32, c.bShape, Place::Device), "b");
+    tg::ir::Node *node = graph.addNode(Op(OpKind::Fused, attrs, Place::Device), {a, b});
+    ASSERT_EQ(node->outputs().size(), 3u) << what;
+    std::unique_ptr<Device> device = tg::runtime::makeSimDevice();
+    std::vector<Tensor> onDevice{device->upload(inputs[0]), device->upload(inputs[1])};
+    std::vector<Tensor> extras(2);
+    Tensor first = device->run(*node, onDevice, extras);
+    std::vector<Tensor> expected =
+        tg::runtime::evaluateFusedByKernels(Op(OpKind::Fused, attrs), inputs, node->output()->type().dtype);
+    std::vector<TensorType> types;
+    for (const tg::ir::Value *output : node->outputs())
+      types.push_back(output->type());
+    for (TensorType &type : types)
+      type.place = Place::Host;
+    std::vector<Tensor> onHost = tg::runtime::runOp(Op(OpKind::Fused, attrs), inputs, types);
+    std::vector<Tensor> fromDevice{device->download(first), device->download(extras[0]),
+                                   device->download(extras[1])};
+    for (size_t k = 0; k < 3; ++k) {
+      TensorData want = expected[k].toData();
+      for (const Tensor &got : {fromDevice[k], onHost[k]}) {
+        TensorData data = got.toData();
+        ASSERT_EQ(data.shape, want.shape) << what << ", output " << k;
+        for (int64_t i = 0; i < want.numElements(); ++i)
+          ASSERT_NEAR(data.get(i), want.get(i), 1e-5 * std::abs(want.get(i)) + 1e-6)
+              << what << ", output " << k << ", element " << i;
+      }
+    }
+  }
 }
 
 TEST(DeviceLayerTest, EyeIsADeviceKernel) {

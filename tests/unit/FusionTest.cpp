@@ -120,7 +120,7 @@ bool closeEnough(const ir::TensorData &a, const ir::TensorData &b) {
 }
 
 TEST(FusionTest, FusedGraphsComputeWhatTheirClustersDid) {
-  size_t fusedOps = 0, kernels = 0;
+  size_t fusedOps = 0, kernels = 0, multiOutput = 0;
   for (uint32_t seed = 1; seed <= 200; ++seed) {
     ir::Graph before, after;
     buildRandomGraph(before, seed);
@@ -130,6 +130,8 @@ TEST(FusionTest, FusedGraphsComputeWhatTheirClustersDid) {
     after.removeDeadNodes();
     ASSERT_TRUE(after.verify().empty()) << "seed " << seed << ": " << after.verify().front();
     kernels += countKernels(after);
+    for (const Node *node : after.toposort())
+      multiOutput += node->outputs().size() > 1;
     fusedOps += static_cast<size_t>(profile.details["fused ops"]);
     std::vector<ir::TensorData> expected = run(before, seed), actual = run(after, seed);
     ASSERT_EQ(expected.size(), actual.size());
@@ -137,6 +139,88 @@ TEST(FusionTest, FusedGraphsComputeWhatTheirClustersDid) {
       EXPECT_TRUE(closeEnough(expected[i], actual[i])) << "seed " << seed << ", output " << i;
   }
   EXPECT_GT(fusedOps, kernels + 500) << "the random graphs should have many multi-op clusters";
+  EXPECT_GT(multiOutput, 50u) << "and many kernels that write values read outside them";
+}
+
+/// Fuses `graph`, checks it, and returns its fused nodes in order.
+std::vector<const Node *> fuseAndList(ir::Graph &graph) {
+  PassProfile profile;
+  fuseElementwise(graph, profile);
+  graph.removeDeadNodes();
+  EXPECT_TRUE(graph.verify().empty()) << graph.verify().front();
+  std::vector<const Node *> fused;
+  for (const Node *node : graph.toposort())
+    if (node->op().kind() == OpKind::Fused) fused.push_back(node);
+  return fused;
+}
+
+void expectSameResults(const std::vector<ir::TensorData> &before, const std::vector<ir::TensorData> &after) {
+  ASSERT_EQ(before.size(), after.size());
+  for (size_t i = 0; i < before.size(); ++i)
+    EXPECT_TRUE(closeEnough(before[i], after[i])) << "output " << i;
+}
+
+TEST(FusionTest, AValueReadOutsideItsClusterIsAnOutputOfTheKernel) {
+  // logreg's forward chain: z = x + b, p = sigmoid(z), c = clip(p): each value is also read by the gradient
+  // (here: graph outputs and a matmul), so one kernel writes all three.
+  ir::Graph graph;
+  Value *x = graph.addInput(f32({8, 8}), "x");
+  Value *b = graph.addInput(f32({8}), "b");
+  Value *z = graph.addNode(ir::Op(OpKind::Add), {x, b})->output();
+  Value *p = graph.addNode(ir::Op(OpKind::Sigmoid), {z})->output();
+  Value *low = graph.addConstant(ir::TensorData::scalar(DType::F32, 0.1));
+  Value *high = graph.addConstant(ir::TensorData::scalar(DType::F32, 0.9));
+  Value *c = graph.addNode(ir::Op(OpKind::Clip), {p, low, high})->output();
+  graph.addOutput(c);
+  graph.addOutput(graph.addNode(ir::Op(OpKind::Matmul), {p, x})->output());
+  graph.addOutput(z);
+  std::vector<ir::TensorData> before = run(graph, 3);
+  std::vector<const Node *> fused = fuseAndList(graph);
+  ASSERT_EQ(fused.size(), 1u);
+  EXPECT_EQ(fused[0]->outputs().size(), 3u) << fused[0]->op().str();
+  EXPECT_EQ(fused[0]->inputs().size(), 2u) << "x and b; the body computes the rest";
+  expectSameResults(before, run(graph, 3));
+}
+
+TEST(FusionTest, AKernelComesAfterWhatItReadsAndBeforeWhatReadsItsOutputs) {
+  // e = exp(x) is read by a matmul whose product the root reads: a kernel computing e and e * m would read
+  // its own output. e stays a kernel of its own.
+  ir::Graph graph;
+  Value *x = graph.addInput(f32({6, 6}), "x");
+  Value *e = graph.addNode(ir::Op(OpKind::Exp), {x})->output();
+  Value *m = graph.addNode(ir::Op(OpKind::Matmul), {e, x})->output();
+  graph.addOutput(graph.addNode(ir::Op(OpKind::Mul), {e, m})->output());
+  std::vector<ir::TensorData> before = run(graph, 5);
+  std::vector<const Node *> fused = fuseAndList(graph);
+  ASSERT_EQ(fused.size(), 2u);
+  for (const Node *node : fused)
+    EXPECT_EQ(node->outputs().size(), 1u) << node->op().str();
+  expectSameResults(before, run(graph, 5));
+}
+
+TEST(FusionTest, AReductionWritesItsPrologueValueWhenMemoryMustHoldIt) {
+  // relu's gradient: v = where(y > 0, g, 0) is read by a matmul (the weights' gradient) and summed (the
+  // bias's): one kernel reads y and g once, writing v and the sum. Over either axis, so that both the
+  // row (contiguous) and the column (strided, blocked) reduction write it.
+  for (int64_t axis : {0, 1}) {
+    ir::Graph graph;
+    Value *y = graph.addInput(f32({64, 96}), "y");
+    Value *g = graph.addInput(f32({64, 96}), "g");
+    Value *w = graph.addInput(f32({96, 8}), "w");
+    Value *zero = graph.addConstant(ir::TensorData::scalar(DType::F32, 0));
+    Value *mask = graph.addNode(ir::Op(OpKind::Gt), {y, zero})->output();
+    Value *v = graph.addNode(ir::Op(OpKind::Where), {mask, g, zero})->output();
+    ir::OpAttrs attrs;
+    attrs.axes = {axis};
+    graph.addOutput(graph.addNode(ir::Op(OpKind::Sum, attrs), {v})->output());
+    graph.addOutput(graph.addNode(ir::Op(OpKind::Matmul), {v, w})->output());
+    std::vector<ir::TensorData> before = run(graph, 11);
+    std::vector<const Node *> fused = fuseAndList(graph);
+    ASSERT_EQ(fused.size(), 1u) << "axis " << axis;
+    ASSERT_TRUE(fused[0]->op().attrs().body->reduction);
+    EXPECT_EQ(fused[0]->outputs().size(), 2u);
+    expectSameResults(before, run(graph, 11));
+  }
 }
 
 TEST(FusionTest, AClusterReadsAtMostTheKernelArgumentLimit) {
@@ -268,7 +352,8 @@ TEST(FusionTest, FillsAreImmediatesOfTheKernelsThatReadThem) {
   ASSERT_TRUE(graph.verify().empty()) << graph.verify().front();
   for (const Node *node : graph.toposort())
     EXPECT_EQ(node->op().kind(), OpKind::Fused) << node->op().str() << " is not in a kernel";
-  EXPECT_EQ(countKernels(graph), 4u) << "the count, ones * g (read by two), its exp, and it minus zeros";
+  EXPECT_EQ(countKernels(graph), 3u)
+      << "the count, ones * g with its exp (ones * g also an output), and it minus zeros";
   const Node *counting = graph.outputs()[0]->owner();
   ASSERT_EQ(counting->inputs().size(), 1u);
   EXPECT_EQ(counting->input(0), x);

@@ -1,6 +1,8 @@
 // The graph IR: construction with type inference, clients, replace/replaceAll, toposort, listeners, verifier.
 #include "ir/Graph.h"
 
+#include "ir/ScalarGraph.h"
+
 #include <algorithm>
 #include <gtest/gtest.h>
 
@@ -20,6 +22,32 @@ TEST(GraphTest, AddNodeInfersTypeAndRecordsClients) {
   ASSERT_EQ(x->clients().size(), 1u);
   EXPECT_EQ(x->clients()[0].node, add);
   EXPECT_EQ(y->clients()[0].index, 1u);
+}
+
+TEST(GraphTest, AFusedNodeOfSeveralOutputsLivesWhileAnyIsRead) {
+  // fused(x, y) computing e = exp(x) and e + y, writing both: outputs e + y (first) and e (extra).
+  Graph graph;
+  Value *x = graph.addInput(f32({Dim::named("n")}), "x");
+  Value *y = graph.addInput(f32({Dim::of(1)}), "y");
+  OpAttrs attrs;
+  auto body = std::make_shared<ScalarGraph>();
+  body->inputDtypes = {DType::F32, DType::F32};
+  body->body = {{OpKind::Exp, DType::F32, {0}}, {OpKind::Add, DType::F32, {2, 1}}};
+  body->extraOutputs = {2};
+  attrs.body = body;
+  Node *fused = graph.addNode(Op(OpKind::Fused, attrs), {x, y});
+  ASSERT_EQ(fused->outputs().size(), 2u);
+  EXPECT_EQ(fused->outputs()[0], fused->output());
+  EXPECT_EQ(fused->outputs()[1]->type().str(), "f32[n]");
+  EXPECT_EQ(fused->outputs()[1]->owner(), fused);
+  Node *reader = graph.addNode(Op(OpKind::Neg), {fused->outputs()[1]});
+  graph.addOutput(reader->output());
+  graph.removeDeadNodes();
+  EXPECT_TRUE(graph.verify().empty()) << graph.verify().front();
+  EXPECT_EQ(graph.liveNodeCount(), 2u) << "only the extra output is read, and that keeps the node";
+  graph.setOutput(0, x);
+  graph.removeDeadNodes();
+  EXPECT_EQ(graph.liveNodeCount(), 0u) << "nothing reads either output";
 }
 
 TEST(GraphTest, AddNodeReportsShapeErrorsWithLocation) {

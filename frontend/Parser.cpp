@@ -261,13 +261,10 @@ public:
   AstBuilder(std::shared_ptr<const std::string> file, DiagnosticEngine &diags)
       : file_(std::move(file)), diags_(diags) {}
 
-  std::unique_ptr<Module> module(const std::vector<TgParser::LineContext *> &lines) {
-    auto module = std::make_unique<Module>();
-    module->file = file_;
-    for (TgParser::LineContext *line : lines)
-      if (TgParser::StatementContext *statementCtx = line->statement())
-        module->statements.push_back(statement(statementCtx));
-    return module;
+  /// Adds a line's statement, if it has one, to `module`.
+  void addLine(Module &module, TgParser::LineContext *line) {
+    if (TgParser::StatementContext *statementCtx = line->statement())
+      module.statements.push_back(statement(statementCtx));
   }
 
 private:
@@ -567,20 +564,42 @@ std::unique_ptr<Module> parseModule(std::string text, std::shared_ptr<const std:
     DiagnosticListener listener(file, diags);
     lexer.removeErrorListeners();
     lexer.addErrorListener(&listener);
-    parser.removeErrorListeners();
-    parser.addErrorListener(&listener);
-    parser.setErrorHandler(std::make_shared<ReadableErrorStrategy>());
     NestingLimit nestingLimit(parser, file);
     parser.addParseListener(&nestingLimit);
-    std::vector<TgParser::LineContext *> lines;
+    // Line by line, each line's parse tree becomes AST and is freed before the next line is parsed. A line
+    // is parsed in ANTLR's SLL mode first, which is fast and gets every valid line of this grammar right; a
+    // line it stops on is parsed again in full LL mode with error recovery, which reports what is wrong.
+    auto *prediction = parser.getInterpreter<antlr4::atn::ParserATNSimulator>();
+    auto bail = std::make_shared<antlr4::BailErrorStrategy>();
+    auto readable = std::make_shared<ReadableErrorStrategy>();
+    auto fastMode = [&] {
+      prediction->setPredictionMode(antlr4::atn::PredictionMode::SLL);
+      parser.setErrorHandler(bail);
+      parser.removeErrorListeners();
+    };
+    fastMode();
+    AstBuilder builder(file, diags);
+    auto module = std::make_unique<Module>();
+    module->file = file;
     while (tokens.LA(1) != antlr4::Token::EOF) {
       size_t before = tokens.index();
-      lines.push_back(parser.line());
+      TgParser::LineContext *line;
+      try {
+        line = parser.line();
+      } catch (const antlr4::ParseCancellationException &) {
+        tokens.seek(before);
+        prediction->setPredictionMode(antlr4::atn::PredictionMode::LL);
+        parser.setErrorHandler(readable);
+        parser.addErrorListener(&listener);
+        line = parser.line();
+        fastMode();
+      }
       TG_ASSERT(tokens.index() > before || tokens.LA(1) == antlr4::Token::EOF)
           << "the parser made no progress";
+      // After an error, the rest is only parsed, for its syntax errors.
+      if (diags.errorCount() == errorsBefore) builder.addLine(*module, line);
+      parser.getTreeTracker().reset();
     }
-    if (diags.errorCount() != errorsBefore) return nullptr;
-    std::unique_ptr<Module> module = AstBuilder(file, diags).module(lines);
     return diags.errorCount() == errorsBefore ? std::move(module) : nullptr;
   } catch (const ir::UserError &error) {
     diags.report(error);

@@ -163,6 +163,7 @@ private:
     Node *producer = input->owner();
     if (!producer || !(isFill(producer) || (fusible(producer) && !clustered(producer)))) return;
     if (producer->op().place() != place_ || input->type().shape != shape_) return;
+    if (members_.size() >= kMaxKernelOps) return;
     // Read outside the cluster: by a graph output or a node that stays (the nodes the pass replaced are
     // listed as readers until it removes them, at the end).
     // A fill counts as a reader that stays (until the stage ends) even inside the cluster: another cluster

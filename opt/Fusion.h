@@ -26,6 +26,12 @@ namespace tg::opt {
 /// The most inputs a fused node reads; a cluster stops growing before it would need more.
 constexpr size_t kMaxFusedInputs = 64;
 
+/// The most ops one kernel holds: a longer cluster is cut there (a long chain becomes kernels of this many
+/// ops, each reading the value the one before wrote), so that compile time per op stays flat: LLVM's time on
+/// one function grows faster than the function. Measured (docs/optimizer.md), the host JIT's and ptxas's
+/// time per op are lowest between 256 and 1,024 ops a kernel; the same cap serves both places.
+constexpr size_t kMaxKernelOps = 1024;
+
 /// Afterwards no elementwise node is left outside a `fused` node; every fused node's program computes exactly
 /// what its cluster did. Single elementwise nodes become one-instruction fused nodes, so that all elementwise
 /// work runs as generated kernels; so does a reduction without elementwise producers (an empty program).

@@ -4,7 +4,6 @@
 
 #include "frontend/GraphBuilder.h"
 
-#include <map>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -50,7 +49,7 @@ public:
 
 private:
   const Scope *parent_;
-  std::map<std::string, Binding> names_;
+  std::unordered_map<std::string, Binding> names_; // a script's top level may bind 100,000 names
 };
 
 struct ModuleScope {

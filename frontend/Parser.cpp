@@ -290,27 +290,36 @@ private:
   }
 
   StmtPtr statement(TgParser::StatementContext *ctx) {
-    if (auto *importCtx = ctx->importStmt()) {
+    // The statement's one child, found by its rule (the generated accessors would try each kind in turn).
+    auto *child = static_cast<antlr4::ParserRuleContext *>(ctx->children.at(0));
+    switch (child->getRuleIndex()) {
+    case TgParser::RuleImportStmt: {
+      auto *importCtx = static_cast<TgParser::ImportStmtContext *>(child);
       auto stmt = make<ImportStmt>(importCtx->getStart());
       stmt->module = identifier(importCtx->NAME());
       return stmt;
     }
-    if (auto *defCtx = ctx->defStmt()) return def(defCtx);
-    if (auto *inputCtx = ctx->inputStmt()) {
+    case TgParser::RuleDefStmt:
+      return def(static_cast<TgParser::DefStmtContext *>(child));
+    case TgParser::RuleInputStmt: {
+      auto *inputCtx = static_cast<TgParser::InputStmtContext *>(child);
       auto stmt = make<InputStmt>(inputCtx->getStart());
       stmt->name = identifier(inputCtx->NAME());
       stmt->type = type(inputCtx->type());
       return stmt;
     }
-    if (auto *paramCtx = ctx->paramStmt()) {
+    case TgParser::RuleParamStmt: {
+      auto *paramCtx = static_cast<TgParser::ParamStmtContext *>(child);
       auto stmt = make<ParamStmt>(paramCtx->getStart());
       stmt->name = identifier(paramCtx->NAME());
       stmt->type = type(paramCtx->type());
       stmt->init = expr(paramCtx->expr());
       return stmt;
     }
-    if (auto *letCtx = ctx->letStmt()) return let(letCtx);
-    if (auto *outputCtx = ctx->outputStmt()) {
+    case TgParser::RuleLetStmt:
+      return let(static_cast<TgParser::LetStmtContext *>(child));
+    case TgParser::RuleOutputStmt: {
+      auto *outputCtx = static_cast<TgParser::OutputStmtContext *>(child);
       auto stmt = make<OutputStmt>(outputCtx->getStart());
       for (TgParser::ExprContext *value : outputCtx->expr()) {
         stmt->values.push_back(expr(value));
@@ -319,12 +328,17 @@ private:
       }
       return stmt;
     }
-    auto *updateCtx = ctx->updateStmt();
-    TG_ASSERT(updateCtx) << "a statement the AST builder does not know: " << ctx->getText();
-    auto stmt = make<UpdateStmt>(updateCtx->getStart());
-    stmt->name = identifier(updateCtx->NAME());
-    stmt->value = expr(updateCtx->expr());
-    return stmt;
+    case TgParser::RuleUpdateStmt: {
+      auto *updateCtx = static_cast<TgParser::UpdateStmtContext *>(child);
+      auto stmt = make<UpdateStmt>(updateCtx->getStart());
+      stmt->name = identifier(updateCtx->NAME());
+      stmt->value = expr(updateCtx->expr());
+      return stmt;
+    }
+    default:
+      TG_ASSERT(false) << "a statement the AST builder does not know: " << ctx->getText();
+      return nullptr;
+    }
   }
 
   std::unique_ptr<LetStmt> let(TgParser::LetStmtContext *ctx) {

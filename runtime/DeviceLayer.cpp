@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <sstream>
 
 namespace tg::runtime {
@@ -56,6 +57,19 @@ DeviceAddress addressOf(const Tensor &tensor) {
 std::string gridText(const Grid &grid) {
   return "grid " + std::to_string(grid.blocksX) + "x" + std::to_string(grid.blocksY) + " block " +
          std::to_string(grid.threadsX) + "x" + std::to_string(grid.threadsY);
+}
+
+/// What a reduction of no element gives (codegen/Kernel.h): its identity, or NaN for a mean (0 / 0).
+double emptyReduction(OpKind kind) {
+  switch (kind) {
+  case OpKind::Prod:
+  case OpKind::All:
+    return 1;
+  case OpKind::Mean: // 0 / 0 as x86 computes it (the CPU kernels' bits): the NaN with the sign bit set
+    return -std::numeric_limits<double>::quiet_NaN();
+  default:
+    return 0; // sum, any (max and min of nothing are errors, reported before)
+  }
 }
 
 } // namespace
@@ -308,6 +322,11 @@ Tensor DeviceLayer::reduce(const ir::Op &op, const std::vector<Tensor> &inputs, 
   int64_t count = bound.output.numElements();
   if (count == 0) return bound.output;
   const ir::ScalarGraph &body = *op.attrs().body;
+  if (bound.reducedCount == 0) { // nothing to read: one fill kernel, not a block per output
+    ir::ScalarGraph fill;
+    fill.body.push_back({OpKind::Full, dtype, {}, emptyReduction(*body.reduction)});
+    return elementwise(fill, {}, bound.output.shape());
+  }
   PackedArgs packed = pack(bound.args, body.numArrays(), true);
   // One block per output, in whole warps, as many threads as the reduced elements need (up to 256).
   auto threads = static_cast<unsigned>(std::clamp<int64_t>((bound.reducedCount + 31) / 32 * 32, 32, 256));

@@ -4,10 +4,14 @@
 // cuBLAS is a library and not generated code.
 #include "ir/SourceLoc.h"
 #include "runtime/DeviceLayer.h"
+#include "runtime/WorkerPool.h"
 
+#include <algorithm>
 #include <cblas.h>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <vector>
 
 namespace tg::runtime {
 
@@ -35,6 +39,25 @@ T *pointer(DeviceAddress address) {
   return reinterpret_cast<T *>(static_cast<uintptr_t>(address));
 }
 
+/// Elements below which a simulated grid runs on the calling thread alone (a thread costs more).
+constexpr int64_t kElementsPerThread = 1 << 15;
+
+/// Runs block(0), ..., block(blocks - 1), the blocks of a grid, split between the host's threads when the
+/// grid covers at least `elements` worth sharing, as a GPU runs its blocks side by side; returns the first
+/// nonzero code of a block, in block order (kKernelOk when none). Blocks write disjoint memory.
+int32_t runGrid(int64_t blocks, int64_t elements, const std::function<int32_t(int64_t)> &block) {
+  int64_t parts =
+      std::clamp<int64_t>(elements / kElementsPerThread, 1, std::min<int64_t>(blocks, hostThreads()));
+  std::vector<int32_t> codes(static_cast<size_t>(blocks), codegen::kKernelOk);
+  parallelFor(parts, [&](int64_t part) {
+    for (int64_t b = blocks * part / parts; b < blocks * (part + 1) / parts; ++b)
+      codes[static_cast<size_t>(b)] = block(b);
+  });
+  for (int32_t code : codes)
+    if (code != codegen::kKernelOk) return code;
+  return codegen::kKernelOk;
+}
+
 class SimDevice : public DeviceLayer {
 public:
   SimDevice() : DeviceLayer("sim", std::make_shared<SimMemory>(), kSimMultiprocessors) {}
@@ -52,8 +75,8 @@ private:
     std::memcpy(pointer<void>(target), pointer<const void>(source), bytes);
   }
 
-  /// Block after block, each running its threads in turn; a failing block stores its code in the error flag
-  /// as the GPU's threads do (the first code stays).
+  /// Blocks side by side on the host's threads, each running its threads in turn; a failing block stores
+  /// its code in the error flag as the GPU's threads do (the first block's code stays).
   void launch(const FusedKernelLaunch &launch) override {
     codegen::SimDeviceKernel kernel = codegen::compileSimDeviceKernel(launch.spec);
     codegen::KernelArgs args{launch.rank,
@@ -63,10 +86,12 @@ private:
                              pointer<void>(launch.output),
                              launch.reducedRank};
     int32_t *flag = pointer<int32_t>(launch.errorFlag);
-    for (int64_t block = 0; block < launch.grid.blocksX; ++block) {
-      int32_t code = kernel(&args, launch.count, block, launch.grid.threadsX, launch.grid.blocksX);
-      if (code != codegen::kKernelOk && *flag == codegen::kKernelOk) *flag = code;
-    }
+    // A reduction's count is its outputs: each block reads at least a warp's worth of elements per output.
+    int64_t elements = launch.count * (launch.spec.body->reduction ? int64_t(launch.grid.threadsX) : 1);
+    int32_t code = runGrid(launch.grid.blocksX, elements, [&](int64_t block) {
+      return kernel(&args, launch.count, block, launch.grid.threadsX, launch.grid.blocksX);
+    });
+    if (code != codegen::kKernelOk && *flag == codegen::kKernelOk) *flag = code;
   }
 
   void launch(const MatmulKernelLaunch &launch) override {
@@ -81,17 +106,22 @@ private:
                              launch.bRowStride,
                              launch.bColStride,
                              pointer<void>(launch.c)};
-    for (int64_t y = 0; y < launch.grid.blocksY; ++y)
-      for (int64_t x = 0; x < launch.grid.blocksX; ++x)
-        kernel(&args, x, y);
+    int64_t blocksX = launch.grid.blocksX;
+    runGrid(blocksX * launch.grid.blocksY, launch.n * launch.m * std::max<int64_t>(launch.k, 1),
+            [&](int64_t block) {
+              kernel(&args, block % blocksX, block / blocksX);
+              return codegen::kKernelOk;
+            });
   }
 
   void launch(const CreationKernelLaunch &launch) override {
     codegen::SimCreationKernel kernel = codegen::compileSimCreationKernel(launch.kind, launch.dtype);
     codegen::CreationArgs args{launch.count, pointer<void>(launch.output), launch.p0, launch.p1, launch.x0,
                                launch.x1};
-    for (int64_t block = 0; block < launch.grid.blocksX; ++block)
+    runGrid(launch.grid.blocksX, launch.count, [&](int64_t block) {
       kernel(&args, block, launch.grid.threadsX, launch.grid.blocksX);
+      return codegen::kKernelOk;
+    });
   }
 
   bool hasGemm(ir::DType dtype) const override { return dtype == ir::DType::F32 || dtype == ir::DType::F64; }

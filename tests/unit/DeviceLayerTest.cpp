@@ -130,6 +130,21 @@ TEST(DeviceLayerTest, KernelsOfSeveralOutputsWriteEachAsTheCpuDoes) {
   }
 }
 
+TEST(DeviceLayerTest, ReductionsOfNothingGiveTheCpusIdentities) {
+  // A (0, 70) input reduced over its empty axis: one fill kernel of the identity, as the CPU's result.
+  for (OpKind kind : {OpKind::Sum, OpKind::Mean, OpKind::Prod}) {
+    OpAttrs attrs;
+    attrs.axes = {0};
+    expectDeviceMatchesCpu(kind, attrs, DType::F32, {70}, {range(DType::F32, {0, 70})}, tg::ir::opName(kind));
+  }
+  for (OpKind kind : {OpKind::Any, OpKind::All}) {
+    OpAttrs attrs;
+    attrs.axes = {0};
+    expectDeviceMatchesCpu(kind, attrs, DType::Bool, {70}, {range(DType::Bool, {0, 70})},
+                           tg::ir::opName(kind));
+  }
+}
+
 TEST(DeviceLayerTest, EyeIsADeviceKernel) {
   for (DType dtype : {DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool}) {
     OpAttrs attrs;

@@ -4,9 +4,11 @@
 // Then each case's kernel compile latency: cold, from the in-memory cache, and from the disk cache (in a
 // child process, `--compile-only CASE`, since in this process the in-memory cache answers first).
 //
-//   build/bench/kernels [--repeat 5] [--threads 1,2] [--cases a*b+c,...]
+//   build/bench/kernels [--repeat 5] [--threads 1,2] [--cases a*b+c,...] [--device cpu|sim]
+//
+// With --device sim, each case runs on the simulated device instead (its inputs uploaded and its result
+// downloaded every step, as a run does), to compare the device pipeline's speed with the CPU's.
 #include "runtime/Kernels.h"
-#include "runtime/WorkerPool.h"
 
 #include "bench/GraphBuilders.h"
 #include "codegen/Kernel.h"
@@ -15,6 +17,7 @@
 #include "opt/Pipeline.h"
 #include "runtime/ConstantEvaluator.h"
 #include "runtime/Session.h"
+#include "runtime/WorkerPool.h"
 
 #include <algorithm>
 #include <chrono>
@@ -113,7 +116,7 @@ double triadSeconds(int threads, int repeat) {
   return best(repeat, run);
 }
 
-std::unique_ptr<ir::Program> compile(const Case &benchCase) {
+std::unique_ptr<ir::Program> compile(const Case &benchCase, bool onDevice = false) {
   auto path = std::filesystem::temp_directory_path() / "tgc_bench_kernels.tg";
   std::ofstream(path) << benchCase.script;
   frontend::DiagnosticEngine diags(std::cerr);
@@ -125,6 +128,7 @@ std::unique_ptr<ir::Program> compile(const Case &benchCase) {
   }
   opt::OptimizerOptions options;
   options.evaluate = runtime::evaluateConstant;
+  options.device = onDevice;
   opt::optimize(*program, options);
   return program;
 }
@@ -225,7 +229,7 @@ int main(int argc, char **argv) {
   int repeat = 5;
   std::vector<int> threadCounts{1, 2};
   std::vector<std::string> only;
-  std::string compileOnlyCase, cacheDirectory;
+  std::string compileOnlyCase, cacheDirectory, device = "cpu";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     if (flag == "--repeat") repeat = std::max(1, std::atoi(argv[i + 1]));
@@ -237,6 +241,11 @@ int main(int argc, char **argv) {
     if (flag == "--cases") only = bench::splitList(argv[i + 1]);
     if (flag == "--compile-only") compileOnlyCase = argv[i + 1];
     if (flag == "--cache-dir") cacheDirectory = argv[i + 1];
+    if (flag == "--device") device = argv[i + 1];
+  }
+  if (device != "cpu" && device != "sim") {
+    std::fprintf(stderr, "bench/kernels: --device takes cpu or sim, not '%s'\n", device.c_str());
+    return 2;
   }
   if (!compileOnlyCase.empty()) {
     codegen::setKernelCacheDirectory(cacheDirectory);
@@ -257,23 +266,23 @@ int main(int argc, char **argv) {
   }
   for (const Case &benchCase : cases()) {
     if (!only.empty() && std::find(only.begin(), only.end(), benchCase.name) == only.end()) continue;
-    std::unique_ptr<ir::Program> program = compile(benchCase);
+    std::unique_ptr<ir::Program> program = compile(benchCase, device == "sim");
     std::map<std::string, runtime::Tensor> inputs;
     for (size_t i = 0; i < program->inputs.size(); ++i)
       inputs[program->inputs[i].name] = randomTensor(benchCase.inputs.at(i), static_cast<uint32_t>(i + 1));
-    runtime::Session session(*program);
+    runtime::Session session(*program); // on a simulated device of its own when the graph has device nodes
     size_t kernels = program->graph.toposort().size();
     for (int threads : threadCounts) {
       runtime::setHostThreads(threads);
       session.step(inputs); // compiles the kernels, touches the memory
       double seconds = best(repeat, [&] { session.step(inputs); });
       std::printf(
-          "{\"kind\": \"tgc\", \"case\": \"%s\", \"threads\": %d, \"kernels\": %zu, \"seconds\": %.6f, "
-          "\"gbps\": %.2f}\n",
-          benchCase.name, threads, kernels, seconds, benchCase.bytesPerRun / seconds / 1e9);
+          "{\"kind\": \"tgc\", \"device\": \"%s\", \"case\": \"%s\", \"threads\": %d, \"kernels\": %zu, "
+          "\"seconds\": %.6f, \"gbps\": %.2f}\n",
+          device.c_str(), benchCase.name, threads, kernels, seconds, benchCase.bytesPerRun / seconds / 1e9);
       std::fflush(stdout);
     }
-    printCompileLatency(benchCase, *program, cache.string(), repeat);
+    if (device == "cpu") printCompileLatency(benchCase, *program, cache.string(), repeat);
   }
   std::filesystem::remove_all(cache);
   return 0;

@@ -97,10 +97,10 @@ using HostKernel = int32_t (*)(const KernelArgs *args, int64_t begin, int64_t en
 
 /// Simulated-device kernel: the device kernel's code (the same index math as the PTX kernel below) compiled
 /// for the host, with the block index, block size and grid size (in blocks) as parameters, so that the CPU
-/// can run a simulated grid block by block. It runs threads t = 0 .. blockSize-1 of block `block` in turn;
-/// thread t handles elements block * blockSize + t, then + gridSize * blockSize, ... below `count` (the
-/// output's element count). Returns kKernelOk, or an error code when an element of this block failed (the
-/// others are written).
+/// can run a simulated grid block by block. It computes the elements the block's threads would: thread t
+/// handles elements block * blockSize + t, then + gridSize * blockSize, ... below `count` (the output's
+/// element count); an elementwise kernel takes them in memory order (a round of all threads at a time).
+/// Returns kKernelOk, or an error code when an element of this block failed (the others are written).
 using SimDeviceKernel = int32_t (*)(const KernelArgs *args, int64_t count, int64_t block, int64_t blockSize,
                                     int64_t gridSize);
 

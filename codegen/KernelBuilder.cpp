@@ -53,6 +53,95 @@ public:
     builder.SetInsertPoint(exit);
   }
 
+  /// Simulated device: the elements of block `blockStart / blockSize`'s threads, which the PTX kernel's
+  /// grid-stride loops cover, in memory order: the loop's rounds in turn, and in each round the threads in
+  /// turn (elements base .. base + blockSize - 1, consecutive, so that the inner loop reads memory in order;
+  /// a Contiguous one vectorizes). A Strided round divides its first element's index by the shape, as the
+  /// PTX kernel does each element's, and steps the next ones along the last axis, dividing again where a row
+  /// ends. A failing element stores its code in errorFlag.
+  void simulatedBlock(const KernelOperands &operands, Value *count, Value *blockStart, Value *blockSize,
+                      Value *step, Value *errorFlag) {
+    llvm::Type *i64 = builder.getInt64Ty();
+    bool strided = spec.layout == Layout::Strided;
+    size_t numArrays = operands.inputs.size();
+    // Strided: the last axis's length and each array's stride along it (1 and 0 for a rank-0 space).
+    Value *rowLength = nullptr;
+    std::vector<Value *> rowStrides;
+    if (strided) {
+      BasicBlock *before = builder.GetInsertBlock(), *lastAxis = block("last.axis"), *axes = block("axes");
+      builder.CreateCondBr(builder.CreateICmpSGT(operands.rank, builder.getInt64(0)), lastAxis, axes);
+      builder.SetInsertPoint(lastAxis);
+      Value *last = builder.CreateSub(operands.rank, builder.getInt64(1));
+      Value *length = loadInt64(operands.shape, last);
+      std::vector<Value *> strides;
+      for (size_t k = 0; k < numArrays; ++k)
+        strides.push_back(inputStride(operands, k, last));
+      builder.CreateBr(axes);
+      builder.SetInsertPoint(axes);
+      auto phi = [&](Value *absent, Value *present) {
+        llvm::PHINode *node = builder.CreatePHI(i64, 2);
+        node->addIncoming(absent, before);
+        node->addIncoming(present, lastAxis);
+        return node;
+      };
+      rowLength = phi(builder.getInt64(1), length);
+      for (Value *stride : strides)
+        rowStrides.push_back(phi(builder.getInt64(0), stride));
+    }
+    std::vector<llvm::AllocaInst *> offsets;
+    llvm::AllocaInst *column = strided ? local(i64, builder.getInt64(0), "column") : nullptr;
+    for (size_t k = 0; strided && k < numArrays; ++k)
+      offsets.push_back(local(i64, builder.getInt64(0), "offset"));
+    auto divideInto = [&](Value *linear) {
+      std::vector<Value *> divided = divideIndex(operands, linear);
+      for (size_t k = 0; k < numArrays; ++k)
+        builder.CreateStore(divided[k], offsets[k]);
+      builder.CreateStore(builder.CreateURem(linear, rowLength), column);
+    };
+
+    BasicBlock *rounds = block("rounds"), *threads = block("threads"), *roundDone = block("round.done"),
+               *exit = block("exit");
+    BasicBlock *preheader = builder.GetInsertBlock();
+    builder.CreateCondBr(builder.CreateICmpSLT(blockStart, count), rounds, exit);
+    builder.SetInsertPoint(rounds);
+    llvm::PHINode *base = builder.CreatePHI(i64, 2, "base");
+    base->addIncoming(blockStart, preheader);
+    Value *end = builder.CreateBinaryIntrinsic(llvm::Intrinsic::smin, builder.CreateAdd(base, blockSize),
+                                               count, nullptr, "round.end");
+    if (strided) divideInto(base);
+    BasicBlock *roundStart = builder.GetInsertBlock();
+    builder.CreateBr(threads);
+    builder.SetInsertPoint(threads);
+    llvm::PHINode *index = builder.CreatePHI(i64, 2, "i");
+    index->addIncoming(base, roundStart);
+    std::vector<Value *> at;
+    for (size_t k = 0; k < numArrays; ++k)
+      at.push_back(strided ? load(offsets[k]) : index);
+    element(operands, at, index, [&](Value *code) { builder.CreateStore(code, errorFlag); });
+    Value *next = builder.CreateAdd(index, builder.getInt64(1), "i.next", /*HasNUW=*/true, /*HasNSW=*/true);
+    if (strided) {
+      Value *nextColumn = builder.CreateAdd(load(column), builder.getInt64(1));
+      BasicBlock *wrap = block("row.end"), *along = block("row.step"), *advanced = block("advanced");
+      builder.CreateCondBr(builder.CreateICmpEQ(nextColumn, rowLength), wrap, along);
+      builder.SetInsertPoint(wrap);
+      divideInto(next);
+      builder.CreateBr(advanced);
+      builder.SetInsertPoint(along);
+      for (size_t k = 0; k < numArrays; ++k)
+        builder.CreateStore(builder.CreateAdd(at[k], rowStrides[k]), offsets[k]);
+      builder.CreateStore(nextColumn, column);
+      builder.CreateBr(advanced);
+      builder.SetInsertPoint(advanced);
+    }
+    index->addIncoming(next, builder.GetInsertBlock());
+    builder.CreateCondBr(builder.CreateICmpSLT(next, end), threads, roundDone);
+    builder.SetInsertPoint(roundDone);
+    Value *nextBase = builder.CreateAdd(base, step, "base.next");
+    base->addIncoming(nextBase, roundDone);
+    builder.CreateCondBr(builder.CreateICmpSLT(nextBase, count), rounds, exit);
+    builder.SetInsertPoint(exit);
+  }
+
 private:
   /// One output element: loads each input at its offset, runs the body, stores at output[outputIndex] and
   /// each extra output at its offset (offsets: one per array, the inputs' then the extra outputs'). When the
@@ -250,19 +339,7 @@ llvm::Function *buildSimDeviceKernel(llvm::Module &module, const KernelSpec &spe
   Value *step = b.CreateMul(function->getArg(4), blockSize, "grid.threads");
   Value *blockStart = b.CreateMul(blockIndex, blockSize, "block.start");
   llvm::AllocaInst *errorFlag = emitter.local(b.getInt32Ty(), b.getInt32(kKernelOk), "error.flag");
-
-  // for (thread = 0; thread < blockSize; ++thread) the grid-stride loop of global thread blockStart + thread.
-  BasicBlock *threads = emitter.block("threads"), *exit = emitter.block("exit");
-  BasicBlock *preheader = b.GetInsertBlock();
-  b.CreateCondBr(b.CreateICmpSGT(blockSize, b.getInt64(0)), threads, exit);
-  b.SetInsertPoint(threads);
-  llvm::PHINode *thread = b.CreatePHI(i64, 2, "thread");
-  thread->addIncoming(b.getInt64(0), preheader);
-  emitter.gridStrideLoop(operands, count, b.CreateAdd(blockStart, thread), step, errorFlag);
-  Value *nextThread = b.CreateAdd(thread, b.getInt64(1), "thread.next");
-  thread->addIncoming(nextThread, b.GetInsertBlock());
-  b.CreateCondBr(b.CreateICmpSLT(nextThread, blockSize), threads, exit);
-  b.SetInsertPoint(exit);
+  emitter.simulatedBlock(operands, count, blockStart, blockSize, step, errorFlag);
   b.CreateRet(b.CreateLoad(b.getInt32Ty(), errorFlag));
   return function;
 }

@@ -17,9 +17,10 @@
 //   host               elements [begin, end): Contiguous reads inputs[k][i]; Strided walks the rows of the
 //                      one plane (the last two axes) the caller points args at (runHostKernel walks the
 //                      planes). Returns the first failing element's error code, else kKernelOk.
-//   simulated device   threads t = 0 .. blockSize-1 of block `block` in turn, each the NVPTX kernel's
-//                      grid-stride loop over elements block * blockSize + t, then + gridSize * blockSize, ...
-//                      below count. Returns a failing element's error code, else kKernelOk.
+//   simulated device   the elements the NVPTX kernel's threads of block `block` cover, in memory order:
+//                      rounds base = block * blockSize, then + gridSize * blockSize, ... below count, each
+//                      the elements base .. base + blockSize - 1 (one per thread). Returns a failing
+//                      element's error code, else kKernelOk.
 //   NVPTX              this thread's grid-stride loop: elements blockIdx.x * blockDim.x + threadIdx.x, then
 //                      + gridDim.x * blockDim.x, ... below count; a failing element stores its code in
 //                      *errorFlag.
@@ -34,9 +35,10 @@
 //                      the output's reduced elements and combine their partials by warp shuffles and shared
 //                      memory (blockDim.x a multiple of 32); errorFlag as above.
 //
-// The two device kernels of an elementwise body share one grid-stride loop, which finds a Strided element's
-// offsets by dividing its linear index by the shape. The two devices combine a reduction's partials in the
-// same tree, in the same order (pictures in ReductionBuilder.cpp).
+// The two device kernels of an elementwise body visit the same elements per block (the simulated one a round
+// of the grid-stride loop at a time) and find a Strided element's offsets the same way, by dividing its
+// linear index by the shape. The two devices combine a reduction's partials in the same tree, in the same
+// order (pictures in ReductionBuilder.cpp).
 #pragma once
 
 #include "codegen/Kernel.h"

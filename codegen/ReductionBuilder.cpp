@@ -310,10 +310,18 @@ public:
     auto slot = [&](Value *index) { return b.CreateInBoundsGEP(accumulator.type, buffer, index); };
     forLoop(blockIndex, count, gridSize, [&](Value *outputIndex) {
       std::vector<Value *> kept = keptOffsets(operands, outputIndex, keptRank);
-      forLoop(b.getInt64(0), blockSize, b.getInt64(1), [&](Value *thread) {
-        Value *partial = threadPartial(operands, outputIndex, kept, keptRank, reducedCount, thread, blockSize,
-                                       [&](Value *code) { b.CreateStore(code, errorFlag); });
-        b.CreateStore(partial, slot(thread));
+      // Each thread's partial as the PTX kernel's thread makes it (elements t, t + blockSize, ... in that
+      // order), but a round of all threads at a time: elements base .. base + blockSize - 1, in memory order.
+      forLoop(b.getInt64(0), blockSize, b.getInt64(1),
+              [&](Value *thread) { b.CreateStore(accumulator.identity(), slot(thread)); });
+      forLoop(b.getInt64(0), reducedCount, blockSize, [&](Value *base) {
+        Value *end =
+            b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b.CreateAdd(base, blockSize), reducedCount);
+        forLoop(base, end, b.getInt64(1), [&](Value *r) {
+          accumulate(slot(b.CreateSub(r, base)), operands,
+                     elementOffsets(operands, outputIndex, kept, keptRank, reducedCount, r),
+                     [&](Value *code) { b.CreateStore(code, errorFlag); });
+        });
       });
       simulatedShuffleLevels(buffer, blockSize);
       // Lane 0 of each warp to slot `warp` (the PTX kernel's shared memory), the rest of the first warp's
@@ -503,14 +511,20 @@ private:
     llvm::IRBuilder<> &b = this->b();
     llvm::AllocaInst *sum = local(accumulator.type, accumulator.identity(), "partial");
     forLoop(thread, reducedCount, threads, [&](Value *r) {
-      std::vector<Value *> offsets =
-          spec.layout == Layout::Contiguous
-              ? std::vector<Value *>(operands.inputs.size(),
-                                     b.CreateAdd(b.CreateMul(outputIndex, reducedCount), r))
-              : unravel(operands, r, keptRank, operands.rank, kept);
-      accumulate(sum, operands, offsets, onError);
+      accumulate(sum, operands, elementOffsets(operands, outputIndex, kept, keptRank, reducedCount, r),
+                 onError);
     });
     return load(sum);
+  }
+
+  /// Each array's offset of reduced element `r` of output `outputIndex` (whose offsets keptOffsets gave).
+  std::vector<Value *> elementOffsets(const KernelOperands &operands, Value *outputIndex,
+                                      const std::vector<Value *> &kept, Value *keptRank, Value *reducedCount,
+                                      Value *r) {
+    if (spec.layout == Layout::Contiguous)
+      return std::vector<Value *>(operands.inputs.size(),
+                                  b().CreateAdd(b().CreateMul(outputIndex, reducedCount), r));
+    return unravel(operands, r, keptRank, operands.rank, kept);
   }
 
   /// sum = combine(sum, lift(program at offsets)), and each extra output's value stored at its offset

@@ -3,6 +3,7 @@
 // PTX), run block by block over the grid a GPU would get. gemm is the host's BLAS on the simulated memory, as
 // cuBLAS is a library and not generated code.
 #include "ir/SourceLoc.h"
+#include "runtime/DeviceAllocator.h"
 #include "runtime/DeviceLayer.h"
 #include "runtime/WorkerPool.h"
 
@@ -22,16 +23,24 @@ constexpr unsigned kSimMultiprocessors = 132;
 /// Every block starts on this boundary, as cuMemAlloc's do.
 constexpr size_t kAlignment = 256;
 
+/// The simulated device's memory: host memory, under the caching allocator a GPU's memory has.
 class SimMemory : public DeviceMemory {
 public:
-  DeviceAddress allocate(size_t bytes) override {
-    size_t rounded = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
-    void *block = rounded >= bytes ? std::aligned_alloc(kAlignment, rounded) : nullptr;
-    if (!block)
-      throw ir::UserError("out of device memory (sim): cannot allocate " + std::to_string(bytes) + " bytes");
-    return reinterpret_cast<uintptr_t>(block);
-  }
-  void release(DeviceAddress block) override { std::free(reinterpret_cast<void *>(block)); }
+  DeviceAddress allocate(size_t bytes) override { return allocator_.allocate(bytes); }
+  void release(DeviceAddress block) override { allocator_.release(block); }
+
+private:
+  class HostBlocks : public DeviceAllocator::Backend {
+    std::optional<DeviceAddress> allocate(size_t bytes) override {
+      size_t rounded = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
+      void *block = rounded >= bytes ? std::aligned_alloc(kAlignment, rounded) : nullptr;
+      if (!block) return std::nullopt;
+      return reinterpret_cast<uintptr_t>(block);
+    }
+    void free(DeviceAddress block) override { std::free(reinterpret_cast<void *>(block)); }
+    std::string freeMemory() const override { return "sim: the host has no more"; }
+  };
+  DeviceAllocator allocator_{std::make_unique<HostBlocks>()};
 };
 
 template <typename T>
@@ -39,8 +48,10 @@ T *pointer(DeviceAddress address) {
   return reinterpret_cast<T *>(static_cast<uintptr_t>(address));
 }
 
-/// Elements below which a simulated grid runs on the calling thread alone (a thread costs more).
+/// Elements below which a simulated grid runs on the calling thread alone (a thread costs more), and bytes
+/// below which a copy does.
 constexpr int64_t kElementsPerThread = 1 << 15;
+constexpr size_t kBytesPerThread = size_t(1) << 20;
 
 /// Runs block(0), ..., block(blocks - 1), the blocks of a grid, split between the host's threads when the
 /// grid covers at least `elements` worth sharing, as a GPU runs its blocks side by side; returns the first
@@ -66,13 +77,25 @@ public:
 
 private:
   void copyToDevice(DeviceAddress target, const void *source, size_t bytes) override {
-    std::memcpy(pointer<void>(target), source, bytes);
+    copy(pointer<void>(target), source, bytes);
   }
   void copyToHost(void *target, DeviceAddress source, size_t bytes) override {
-    std::memcpy(target, pointer<const void>(source), bytes);
+    copy(target, pointer<const void>(source), bytes);
   }
   void copyOnDevice(DeviceAddress target, DeviceAddress source, size_t bytes) override {
-    std::memcpy(pointer<void>(target), pointer<const void>(source), bytes);
+    copy(pointer<void>(target), pointer<const void>(source), bytes);
+  }
+
+  /// A copy, split between the host's threads when large (as a GPU's copy engines and SMs move memory
+  /// faster than one core).
+  static void copy(void *target, const void *source, size_t bytes) {
+    int64_t parts = std::clamp<int64_t>(static_cast<int64_t>(bytes / kBytesPerThread), 1, hostThreads());
+    parallelFor(parts, [&](int64_t part) {
+      size_t begin = bytes * static_cast<size_t>(part) / static_cast<size_t>(parts),
+             end = bytes * static_cast<size_t>(part + 1) / static_cast<size_t>(parts);
+      std::memcpy(static_cast<char *>(target) + begin, static_cast<const char *>(source) + begin,
+                  end - begin);
+    });
   }
 
   /// Blocks side by side on the host's threads, each running its threads in turn; a failing block stores

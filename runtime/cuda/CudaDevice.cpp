@@ -2,9 +2,9 @@
 
 #include "codegen/Kernel.h"
 #include "ir/SourceLoc.h"
+#include "runtime/DeviceAllocator.h"
 #include "runtime/DeviceLayer.h"
 #include "runtime/cuda/Cublas.h"
-#include "runtime/cuda/DeviceAllocator.h"
 #include "runtime/cuda/Driver.h"
 
 #include <algorithm>
@@ -22,6 +22,30 @@ namespace {
 /// Transfers of at least this size go through pinned staging buffers of this size, two at a time, so that
 /// copying one chunk on the host overlaps the DMA of the other.
 constexpr size_t kStagingBytes = size_t(4) << 20;
+
+/// cuMemAlloc and cuMemFree under the caching allocator.
+class CudaMemory : public DeviceAllocator::Backend {
+public:
+  explicit CudaMemory(const Driver &driver) : driver_(driver) {}
+  std::optional<DeviceAddress> allocate(size_t bytes) override {
+    CUdeviceptr block = 0;
+    CUresult result = driver_.api().cuMemAlloc(&block, bytes);
+    if (result == CUDA_ERROR_OUT_OF_MEMORY) return std::nullopt;
+    driver_.check(result, "cuMemAlloc");
+    return block;
+  }
+  void free(DeviceAddress block) override {
+    driver_.api().cuMemFree(block); // when out of memory or at exit: a failure has no one to tell
+  }
+  std::string freeMemory() const override {
+    size_t free = 0, total = 0;
+    driver_.api().cuMemGetInfo(&free, &total);
+    return mebibytes(free) + " free of " + mebibytes(total);
+  }
+
+private:
+  const Driver &driver_;
+};
 
 /// The GPU opened: the driver, the primary context, the one stream for all work and the caching allocator.
 /// The device's buffers keep it alive (DeviceMemory).
@@ -79,7 +103,7 @@ std::shared_ptr<Context> openContext(int ordinal) {
   TG_CUDA_CHECK(driver, cuDevicePrimaryCtxRetain, &context->context, device);
   TG_CUDA_CHECK(driver, cuCtxSetCurrent, context->context);
   TG_CUDA_CHECK(driver, cuStreamCreate, &context->stream, CU_STREAM_NON_BLOCKING);
-  context->allocator = std::make_unique<DeviceAllocator>(driver);
+  context->allocator = std::make_unique<DeviceAllocator>(std::make_unique<CudaMemory>(driver));
   return context;
 }
 
@@ -123,7 +147,7 @@ private:
     DeviceAllocator::Stats memory = context_->allocator->stats();
     text << modules_.size() << " modules loaded, "
          << (cublas_ ? "cuBLAS" : "no cuBLAS (" + cublasMissing_ + ")")
-         << "; device memory: " << memory.driverAllocations << " cuMemAlloc, " << memory.reused
+         << "; device memory: " << memory.deviceAllocations << " cuMemAlloc, " << memory.reused
          << " reused, peak " << (memory.peakBytesInUse >> 10) << " KiB";
     if (!modules_.empty()) {
       double kernels = static_cast<double>(modules_.size());

@@ -1,19 +1,15 @@
-#include "runtime/cuda/DeviceAllocator.h"
+#include "runtime/DeviceAllocator.h"
 
 #include "ir/Assert.h"
 #include "ir/SourceLoc.h"
 
 #include <algorithm>
 
-namespace tg::runtime::cuda {
-
-namespace {
+namespace tg::runtime {
 
 std::string mebibytes(size_t bytes) {
   return std::to_string((bytes + (size_t(1) << 20) - 1) >> 20) + " MiB";
 }
-
-} // namespace
 
 size_t DeviceAllocator::roundUp(size_t bytes) {
   constexpr size_t kSmall = 512, kLarge = size_t(2) << 20, kSmallLimit = size_t(1) << 20;
@@ -26,11 +22,11 @@ DeviceAllocator::~DeviceAllocator() {
   releaseCached();
 }
 
-CUdeviceptr DeviceAllocator::allocate(size_t bytes) {
+DeviceAddress DeviceAllocator::allocate(size_t bytes) {
   size_t size = roundUp(bytes);
   std::lock_guard lock(mutex_);
   if (auto cached = free_.find(size); cached != free_.end() && !cached->second.empty()) {
-    CUdeviceptr block = cached->second.back();
+    DeviceAddress block = cached->second.back();
     cached->second.pop_back();
     ++stats_.reused;
     stats_.bytesCached -= size;
@@ -38,34 +34,22 @@ CUdeviceptr DeviceAllocator::allocate(size_t bytes) {
     stats_.peakBytesInUse = std::max(stats_.peakBytesInUse, stats_.bytesInUse);
     return block;
   }
-  CUdeviceptr block = 0;
-  CUresult result = driver_.api().cuMemAlloc(&block, size);
-  if (result == CUDA_ERROR_OUT_OF_MEMORY && stats_.bytesCached > 0) {
-    for (auto &[cachedSize, blocks] : free_)
-      for (CUdeviceptr cachedBlock : blocks) {
-        driver_.api().cuMemFree(cachedBlock);
-        sizes_.erase(cachedBlock);
-      }
-    free_.clear();
-    stats_.bytesCached = 0;
-    result = driver_.api().cuMemAlloc(&block, size);
+  std::optional<DeviceAddress> block = backend_->allocate(size);
+  if (!block && stats_.bytesCached > 0) {
+    freeCached();
+    block = backend_->allocate(size);
   }
-  if (result == CUDA_ERROR_OUT_OF_MEMORY) {
-    size_t free = 0, total = 0;
-    driver_.api().cuMemGetInfo(&free, &total);
-    throw ir::UserError("out of device memory: cannot allocate " + mebibytes(size) + " (" + mebibytes(free) +
-                        " free of " + mebibytes(total) + ", " + mebibytes(stats_.bytesInUse) +
-                        " held by tgc)");
-  }
-  driver_.check(result, "cuMemAlloc");
-  sizes_[block] = size;
-  ++stats_.driverAllocations;
+  if (!block)
+    throw ir::UserError("out of device memory: cannot allocate " + mebibytes(size) + " (" +
+                        backend_->freeMemory() + ", " + mebibytes(stats_.bytesInUse) + " held by tgc)");
+  sizes_[*block] = size;
+  ++stats_.deviceAllocations;
   stats_.bytesInUse += size;
   stats_.peakBytesInUse = std::max(stats_.peakBytesInUse, stats_.bytesInUse);
-  return block;
+  return *block;
 }
 
-void DeviceAllocator::release(CUdeviceptr block) {
+void DeviceAllocator::release(DeviceAddress block) {
   std::lock_guard lock(mutex_);
   auto found = sizes_.find(block);
   TG_ASSERT(found != sizes_.end()) << "releasing a device block this allocator did not hand out";
@@ -76,9 +60,13 @@ void DeviceAllocator::release(CUdeviceptr block) {
 
 void DeviceAllocator::releaseCached() {
   std::lock_guard lock(mutex_);
+  freeCached();
+}
+
+void DeviceAllocator::freeCached() {
   for (auto &[size, blocks] : free_)
-    for (CUdeviceptr block : blocks) {
-      driver_.api().cuMemFree(block); // at exit: a failure here has no one to tell
+    for (DeviceAddress block : blocks) {
+      backend_->free(block);
       sizes_.erase(block);
     }
   free_.clear();
@@ -90,4 +78,4 @@ DeviceAllocator::Stats DeviceAllocator::stats() const {
   return stats_;
 }
 
-} // namespace tg::runtime::cuda
+} // namespace tg::runtime

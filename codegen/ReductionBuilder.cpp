@@ -508,7 +508,6 @@ private:
   Value *threadPartial(const KernelOperands &operands, Value *outputIndex, const std::vector<Value *> &kept,
                        Value *keptRank, Value *reducedCount, Value *thread, Value *threads,
                        const std::function<void(Value *)> &onError) {
-    llvm::IRBuilder<> &b = this->b();
     llvm::AllocaInst *sum = local(accumulator.type, accumulator.identity(), "partial");
     forLoop(thread, reducedCount, threads, [&](Value *r) {
       accumulate(sum, operands, elementOffsets(operands, outputIndex, kept, keptRank, reducedCount, r),

@@ -15,6 +15,9 @@
 //
 //   sum(exp(x - m), axis=1)  =  fused{sub, exp, sum}(x, m)      %2 = sub %0, %1
 //                                                               %3 = exp %2      reduced: sum over axis 1
+//
+// Extra outputs: a value of the program that is also read outside the kernel is written as one more output
+// of the fused node (extraOutputs), `output 1 = %2` in str().
 #pragma once
 
 #include "ir/DType.h"
@@ -43,8 +46,9 @@ struct ScalarGraph {
   std::vector<ScalarInstr> body;   // never empty
   std::optional<OpKind> reduction; // reduces the program's value (axes and keepdims in the op's attributes)
   // Values the kernel writes besides its result, as the fused node's outputs 1, 2, ... (multi-output
-  // fusion): instruction values of an elementwise program that are read outside it. Each is written over
-  // the result's shape, in its own dtype. None for a reduction.
+  // fusion): instruction values that are read outside the kernel. Each is written over the program's
+  // iteration space (an elementwise body's result shape; a reduction's space before it is reduced), in its
+  // own dtype.
   SmallVector<uint32_t, 2> extraOutputs;
 
   size_t numInputs() const { return inputDtypes.size(); }

@@ -21,7 +21,7 @@ struct Launch {
   Tensor output;
   std::vector<Tensor> extraOutputs; // one per ScalarGraph::extraOutputs, of the output's shape
   std::vector<int64_t> shape, strides;
-  std::vector<const void *> inputs;
+  std::vector<const void *> inputs; // the inputs' pointers, then the extra outputs' (KernelArgs::inputs)
   codegen::Layout layout = codegen::Layout::Contiguous;
   codegen::KernelArgs args{};
 

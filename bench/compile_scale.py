@@ -6,7 +6,8 @@
 Two tables:
 
 - Chains: `let aI = aI-1 * 1.0001 + x` over an f32[1000] input, from 1,000 to 100,000 ops (two ops a line),
-  alone and followed by `grad(sum(aN), x)`. Each is run cold (`tgc run --no-cache`, a process of its own);
+  alone, followed by `grad(sum(aN), x)`, and with a different constant on every line ("distinct": no two
+  kernels alike, so that none comes from the kernel cache). Each is run cold (`tgc run --no-cache`, a process of its own);
   "JIT" is that run's wall time less the same script's `tgc compile --emit=opt` (parsing, building and
   optimizing), so it is the kernels' compilation and the run. Kernels: the fused nodes of the optimized graph.
 - Front end: scripts of 10,000 and 100,000 lines `let vI = op(vI-1)` compiled to the optimized graph in this
@@ -29,9 +30,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 UNARY = ("exp", "tanh", "sin", "cos", "neg", "abs")
 
 
-def chain_script(lets, with_grad):
+def chain_script(lets, with_grad, distinct=False):
     lines = ["input x : f32[1000]", "let a0 = x"]
-    lines += ["let a%d = a%d * 1.0001 + x" % (i, i - 1) for i in range(1, lets + 1)]
+    lines += ["let a%d = a%d * %s + x" % (i, i - 1, "%.7f" % (1 + i * 1e-7) if distinct else "1.0001")
+              for i in range(1, lets + 1)]
     if with_grad:
         lines += ["let s = sum(a%d)" % lets, "let g = grad(s, x)", "output s, g"]
     else:
@@ -50,12 +52,13 @@ def chains(tgc, folder, sizes, repeat):
     np.save(x, np.full(1000, 0.5, np.float32))
     print("%-26s %8s %10s %10s %10s %12s" % ("chain", "ops", "kernels", "front (s)", "JIT (s)",
                                             "JIT us/op"))
-    for with_grad in (False, True):
+    for kind in ("chain", "with grad", "distinct"):
+        with_grad = kind == "with grad"
         for ops in sizes:
             lets = ops // 2
-            path = os.path.join(folder, "chain%d%s.tg" % (lets, "_grad" if with_grad else ""))
+            path = os.path.join(folder, "chain%d_%s.tg" % (lets, kind.replace(" ", "_")))
             with open(path, "w") as f:
-                f.write(chain_script(lets, with_grad))
+                f.write(chain_script(lets, with_grad, distinct=kind == "distinct"))
             graph = json.loads(subprocess.run([tgc, "compile", path, "--emit=json"], check=True,
                                               capture_output=True, text=True).stdout)
             kernels = sum(node["op"] == "fused" for node in graph["nodes"])
@@ -66,8 +69,7 @@ def chains(tgc, folder, sizes, repeat):
             run = min(wall([tgc, "run", path, "--in", "x=" + x, "--no-cache"] + outputs)
                       for _ in range(repeat))
             jit = max(run - front, 0.0)
-            print("%-26s %8d %10d %10.2f %10.2f %12.1f" % ("with grad" if with_grad else "chain", ops,
-                                                         kernels, front, jit, jit / ops * 1e6))
+            print("%-26s %8d %10d %10.2f %10.2f %12.1f" % (kind, ops, kernels, front, jit, jit / ops * 1e6))
 
 
 def front_end(sizes, repeat):

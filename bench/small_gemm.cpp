@@ -8,7 +8,6 @@
 #include "runtime/SmallGemm.h"
 
 #include <algorithm>
-#include <cblas.h>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -81,14 +80,14 @@ int main(int argc, char **argv) {
     double small = microseconds([&] { tg::runtime::smallGemm(sa, sb, c.data(), n, m, k); }, repeat);
     double blas = microseconds(
         [&] {
-          cblas_sgemm(CblasRowMajor, shape.transposeA ? CblasTrans : CblasNoTrans,
-                      shape.transposeB ? CblasTrans : CblasNoTrans, n, m, k, 1.0f, a.data(),
-                      shape.transposeA ? n : k, b.data(), shape.transposeB ? k : m, 0.0f, c.data(), m);
+          tg::runtime::libraryGemm({a.data(), shape.transposeA ? n : k, shape.transposeA},
+                                   {b.data(), shape.transposeB ? k : m, shape.transposeB}, c.data(), n, m, k);
         },
         repeat);
     std::string label =
         std::to_string(n) + "x" + std::to_string(k) + "@" + std::to_string(k) + "x" + std::to_string(m);
     std::printf("%-16s %12.2f %12.2f %10.2f  %s%s\n", label.c_str(), small, blas, small / blas,
-                shape.name.c_str(), tg::runtime::isSmallGemm(n, m, k) ? "" : " (BLAS in tgc)");
+                shape.name.c_str(),
+                tg::runtime::isSmallGemm(tg::ir::DType::F32, n, m, k) ? "" : " (library in tgc)");
   }
 }

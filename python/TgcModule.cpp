@@ -419,7 +419,7 @@ PYBIND11_MODULE(_tgc, module) {
       .def_property_readonly("params", &PyProgram::params)
       .def_property_readonly("source", &PyProgram::source)
       .def_property_readonly("device", &PyProgram::device);
-  module.def("blas", &runtime::describeBlas, "The BLAS library matmuls call and the kernels it chose.");
+  module.def("blas", &runtime::describeBlas, "The libraries host matmuls call and the kernels they chose.");
   module.def("better_blas_core", &runtime::betterBlasCore,
              "The OpenBLAS core this CPU calls for when the one loaded is older, else None.");
   module.def("compile", &compile, py::arg("text"), py::arg("is_path"), py::arg("device"), py::arg("options"));

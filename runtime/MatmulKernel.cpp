@@ -3,13 +3,13 @@
 // gemm, one call per batch, reading transposed views in place, except small products (SmallGemm.h); integers
 // and bools use plain loops.
 #include "ir/SourceLoc.h"
+#include "runtime/Blas.h"
 #include "runtime/KernelSupport.h"
 #include "runtime/SmallGemm.h"
 #include "runtime/StridedLoop.h"
 
 #include <algorithm>
 #include <array>
-#include <cblas.h>
 
 namespace tg::runtime {
 
@@ -18,8 +18,13 @@ namespace {
 /// A matrix operand as gemm reads it: the tensor (its last two axes are the matrix) and how to read them.
 struct GemmOperand {
   Tensor tensor;
-  CBLAS_TRANSPOSE transpose;
-  int leading;
+  bool transposed;
+  int64_t leading;
+
+  template <typename T>
+  GemmMatrix<T> at(int64_t offset) const {
+    return {tensor.data<T>() + offset, leading, transposed};
+  }
 };
 
 /// Reads a row-major or column-major last-two-axes layout in place; anything else is copied to C order.
@@ -27,23 +32,9 @@ GemmOperand gemmOperand(const Tensor &matrix) {
   size_t rank = matrix.rank();
   int64_t rows = matrix.shape()[rank - 2], cols = matrix.shape()[rank - 1];
   int64_t rowStride = matrix.strides()[rank - 2], colStride = matrix.strides()[rank - 1];
-  if (colStride == 1 && rowStride >= std::max<int64_t>(1, cols))
-    return {matrix, CblasNoTrans, static_cast<int>(rowStride)};
-  if (rowStride == 1 && colStride >= std::max<int64_t>(1, rows))
-    return {matrix, CblasTrans, static_cast<int>(colStride)};
-  return {matrix.contiguous(), CblasNoTrans, static_cast<int>(std::max<int64_t>(1, cols))};
-}
-
-void gemm(const GemmOperand &a, const GemmOperand &b, float *c, int64_t offsetA, int64_t offsetB, int n,
-          int m, int k) {
-  cblas_sgemm(CblasRowMajor, a.transpose, b.transpose, n, m, k, 1.0f, a.tensor.data<float>() + offsetA,
-              a.leading, b.tensor.data<float>() + offsetB, b.leading, 0.0f, c, std::max(1, m));
-}
-
-void gemm(const GemmOperand &a, const GemmOperand &b, double *c, int64_t offsetA, int64_t offsetB, int n,
-          int m, int k) {
-  cblas_dgemm(CblasRowMajor, a.transpose, b.transpose, n, m, k, 1.0, a.tensor.data<double>() + offsetA,
-              a.leading, b.tensor.data<double>() + offsetB, b.leading, 0.0, c, std::max(1, m));
+  if (colStride == 1 && rowStride >= std::max<int64_t>(1, cols)) return {matrix, false, rowStride};
+  if (rowStride == 1 && colStride >= std::max<int64_t>(1, rows)) return {matrix, true, colStride};
+  return {matrix.contiguous(), false, std::max<int64_t>(1, cols)};
 }
 
 /// c (n x m, C order) = a (n x k) @ b (k x m), reading a and b through their strides; integers wrap around,
@@ -127,7 +118,7 @@ Tensor matmulKernel(const Tensor &left, const Tensor &right, ir::DType dtype) {
     if (k == 0) std::fill_n(c, out.numElements(), T(0));
     if (k == 0 || n == 0 || m == 0) return;
     if constexpr (std::is_floating_point_v<T>) {
-      if (isSmallGemm(n, m, k)) {
+      if (isSmallGemm(dtype, n, m, k)) {
         size_t rankA = a.rank(), rankB = b.rank();
         forEachMatrix(a, b, batch, c, n * m, [&](int64_t offsetA, int64_t offsetB, T *product) {
           smallGemm(StridedMatrix<T>{a.data<T>() + offsetA, a.strides()[rankA - 2], a.strides()[rankA - 1]},
@@ -138,8 +129,7 @@ Tensor matmulKernel(const Tensor &left, const Tensor &right, ir::DType dtype) {
       }
       GemmOperand ga = gemmOperand(a), gb = gemmOperand(b);
       forEachMatrix(ga.tensor, gb.tensor, batch, c, n * m, [&](int64_t offsetA, int64_t offsetB, T *product) {
-        gemm(ga, gb, product, offsetA, offsetB, static_cast<int>(n), static_cast<int>(m),
-             static_cast<int>(k));
+        hostGemm(ga.at<T>(offsetA), gb.at<T>(offsetB), product, n, m, k);
       });
     } else {
       forEachMatrix(a, b, batch, c, n * m, [&](int64_t offsetA, int64_t offsetB, T *product) {

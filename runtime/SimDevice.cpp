@@ -1,14 +1,14 @@
 // The simulated device (Device.h): the device layer (DeviceLayer.h) on memory of its own and on the device
 // kernels' code compiled for the host (codegen's simulated-device kernels: the index math that goes into the
-// PTX), run block by block over the grid a GPU would get. gemm is the host's BLAS on the simulated memory, as
-// cuBLAS is a library and not generated code.
+// PTX), run block by block over the grid a GPU would get. gemm is the host's (runtime/Blas.h) on the
+// simulated memory, as cuBLAS is a library and not generated code.
 #include "ir/SourceLoc.h"
+#include "runtime/Blas.h"
 #include "runtime/DeviceAllocator.h"
 #include "runtime/DeviceLayer.h"
 #include "runtime/WorkerPool.h"
 
 #include <algorithm>
-#include <cblas.h>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -150,20 +150,18 @@ private:
   bool hasGemm(ir::DType dtype) const override { return dtype == ir::DType::F32 || dtype == ir::DType::F64; }
 
   void gemm(const Gemm &g) override {
-    auto transpose = [](bool transposed) { return transposed ? CblasTrans : CblasNoTrans; };
-    int n = static_cast<int>(g.n), m = static_cast<int>(g.m), k = static_cast<int>(g.k);
-    int lda = static_cast<int>(g.leadingA), ldb = static_cast<int>(g.leadingB), ldc = std::max(1, m);
-    for (int64_t i = 0; i < g.batch; ++i) {
-      if (g.dtype == ir::DType::F32)
-        cblas_sgemm(CblasRowMajor, transpose(g.transposeA), transpose(g.transposeB), n, m, k, 1.0f,
-                    pointer<const float>(g.a) + i * g.strideA, lda, pointer<const float>(g.b) + i * g.strideB,
-                    ldb, 0.0f, pointer<float>(g.c) + i * g.strideC, ldc);
-      else
-        cblas_dgemm(CblasRowMajor, transpose(g.transposeA), transpose(g.transposeB), n, m, k, 1.0,
-                    pointer<const double>(g.a) + i * g.strideA, lda,
-                    pointer<const double>(g.b) + i * g.strideB, ldb, 0.0,
-                    pointer<double>(g.c) + i * g.strideC, ldc);
-    }
+    if (g.dtype == ir::DType::F32)
+      batchedGemm<float>(g);
+    else
+      batchedGemm<double>(g);
+  }
+
+  template <typename T>
+  static void batchedGemm(const Gemm &g) {
+    for (int64_t i = 0; i < g.batch; ++i)
+      hostGemm(GemmMatrix<T>{pointer<const T>(g.a) + i * g.strideA, g.leadingA, g.transposeA},
+               GemmMatrix<T>{pointer<const T>(g.b) + i * g.strideB, g.leadingB, g.transposeB},
+               pointer<T>(g.c) + i * g.strideC, g.n, g.m, g.k);
   }
 
   void waitForDevice() override {}

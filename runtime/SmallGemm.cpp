@@ -298,9 +298,10 @@ void dispatch(StridedMatrix<T> a, StridedMatrix<T> b, T *c, int64_t n, int64_t m
 
 } // namespace
 
-bool isSmallGemm(int64_t n, int64_t m, int64_t k) {
+bool isSmallGemm(ir::DType dtype, int64_t n, int64_t m, int64_t k) {
   auto volume = static_cast<double>(n) * static_cast<double>(m) * static_cast<double>(k);
-  return (volume <= 96.0 * 96 * 96 && !blasHasSmallMatrixKernels()) || (k <= 16 && m >= 16);
+  bool libraryHasSmallKernels = dtype == ir::DType::F64 && blasHasSmallMatrixKernels();
+  return (volume <= 96.0 * 96 * 96 && !libraryHasSmallKernels) || (k <= 16 && m >= 16);
 }
 
 namespace {

@@ -2,7 +2,9 @@
 #
 #   bin/tgc               ─┐                   tgc's static libraries, whole,  ┌─> lib/libantlr4-runtime.so.4.9
 #   bench/gpu              ├─> lib/libtgc.so:  and the static LLVM components ─┼─> lib/libopenblas.so.0 ─> libgfortran
-#   tests/tgc_unit_tests  ─┘                   they call; exports tg:: only    └─> lib/libedit.so.2 ─> libbsd, libmd
+#   tests/tgc_unit_tests  ─┘                   they call; exports tg:: only    ├─> lib/libdnnl.so.2 ─> libOpenCL
+#                                                                              ├─> lib/libgomp.so.1
+#                                                                              └─> lib/libedit.so.2 ─> libbsd, libmd
 #
 # One shared library holds LLVM, so that three binaries do not carry three copies of it. Every binary and library
 # has an RPATH (not a RUNPATH) of $ORIGIN/../lib or $ORIGIN: glibc searches an executable's RPATH for the

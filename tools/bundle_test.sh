@@ -71,7 +71,8 @@ lib=/usr/lib/x86_64-linux-gnu
 hidden_for_numpy=("$lib"/openblas-pthread "$lib"/libopenblas* "$lib"/libblas* "$lib"/liblapack* "$lib"/libgfortran*
   "$lib"/libquadmath*)
 hidden=(/usr/lib/llvm-* /usr/include /usr/local/cuda /usr/local/cuda-* /usr/lib/gcc /usr/lib/jvm "$lib"/libLLVM*
-  "$lib"/libantlr4* "$lib"/libedit* "$lib"/libbsd* "$lib"/libmd.* "$lib"/libz3* "$lib"/libxml2* "$lib"/libgtest*)
+  "$lib"/libantlr4* "$lib"/libedit* "$lib"/libbsd* "$lib"/libmd.* "$lib"/libz3* "$lib"/libxml2* "$lib"/libgtest*
+  "$lib"/libdnnl* "$lib"/libgomp* "$lib"/libOpenCL*)
 tools=(/usr/bin/cc /usr/bin/c++ /usr/bin/cpp* /usr/bin/gcc* /usr/bin/g++* /usr/bin/clang* /usr/bin/x86_64-linux-gnu-*
   /usr/bin/ld /usr/bin/ld.bfd /usr/bin/ld.gold /usr/bin/as /usr/bin/make /usr/bin/cmake /usr/bin/ctest /usr/bin/ninja
   /usr/bin/antlr4 /usr/bin/java /usr/bin/llvm-config* /usr/bin/apt /usr/bin/apt-get /usr/bin/apt-cache /usr/bin/dpkg

@@ -2,7 +2,7 @@
 # install those that are missing (as root, or with sudo).
 
 TGC_PACKAGES=(cmake ninja-build g++ llvm-19-dev llvm-19-tools antlr4 default-jre-headless libantlr4-runtime-dev
-  libopenblas-dev nlohmann-json3-dev libboost-graph-dev python3-numpy python3-dev pybind11-dev python3-pytest
+  libopenblas-dev libdnnl-dev nlohmann-json3-dev libboost-graph-dev python3-numpy python3-dev pybind11-dev python3-pytest
   libgtest-dev libgmock-dev libedit-dev tmux)
 # tools/bundle.sh also links LLVM statically, whose support library needs zstd's development files.
 TGC_BUNDLE_PACKAGES=(libzstd-dev)

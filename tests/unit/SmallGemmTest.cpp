@@ -90,14 +90,20 @@ TEST(SmallGemmTest, ExamplesShapesAndAnEmptyInnerDimension) {
 }
 
 TEST(SmallGemmTest, SmallAndLargeProductsGoWhereTheyRunFastest) {
-  // Small volumes, unless the BLAS has kernels of its own for them.
+  using tg::ir::DType;
+  using tg::runtime::isSmallGemm;
+  // Small volumes, unless the library has kernels of its own for them (OpenBLAS's AVX-512 cores, for f64).
+  EXPECT_TRUE(isSmallGemm(DType::F32, 300, 3, 64));
+  EXPECT_TRUE(isSmallGemm(DType::F32, 64, 64, 64));
   bool small = !tg::runtime::blasHasSmallMatrixKernels();
-  EXPECT_EQ(tg::runtime::isSmallGemm(300, 3, 64), small);
-  EXPECT_EQ(tg::runtime::isSmallGemm(64, 64, 64), small);
-  EXPECT_FALSE(tg::runtime::isSmallGemm(256, 256, 256));
-  EXPECT_TRUE(tg::runtime::isSmallGemm(4096, 1024, 10)) << "a short inner dimension: writing c is the work";
-  EXPECT_FALSE(tg::runtime::isSmallGemm(4096, 10, 1024));
-  EXPECT_FALSE(tg::runtime::isSmallGemm(int64_t{1} << 31, int64_t{1} << 31, int64_t{1} << 31)); // no overflow
+  EXPECT_EQ(isSmallGemm(DType::F64, 300, 3, 64), small);
+  EXPECT_EQ(isSmallGemm(DType::F64, 64, 64, 64), small);
+  for (DType dtype : {DType::F32, DType::F64}) {
+    EXPECT_FALSE(isSmallGemm(dtype, 256, 256, 256));
+    EXPECT_TRUE(isSmallGemm(dtype, 4096, 1024, 10)) << "a short inner dimension: writing c is the work";
+    EXPECT_FALSE(isSmallGemm(dtype, 4096, 10, 1024));
+    EXPECT_FALSE(isSmallGemm(dtype, int64_t{1} << 31, int64_t{1} << 31, int64_t{1} << 31)); // no overflow
+  }
 }
 
 TEST(SmallGemmTest, BatchedMatmulRunsItOnEachBatch) {

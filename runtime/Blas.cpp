@@ -1,6 +1,7 @@
 #include "runtime/Blas.h"
 
 #include "ir/Assert.h"
+#include "runtime/OpenMpRuntime.h"
 #include "runtime/SmallGemm.h"
 #include "runtime/WorkerPool.h"
 
@@ -10,7 +11,6 @@
 #include <cctype>
 #include <cstdlib>
 #include <dlfcn.h>
-#include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <set>
 

@@ -3,11 +3,11 @@
 // transposed or not and with padded rows, and f64 through OpenBLAS; and the caller's OpenMP setting kept.
 #include "runtime/Blas.h"
 
+#include "runtime/OpenMpRuntime.h"
 #include "runtime/WorkerPool.h"
 
 #include <cmath>
 #include <gtest/gtest.h>
-#include <omp.h>
 #include <random>
 #include <vector>
 

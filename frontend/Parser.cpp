@@ -1,9 +1,10 @@
-// Runs the ANTLR-generated lexer and parser of grammar/Tg.g4 over a .tg file, rewrites ANTLR's syntax errors
-// into short diagnostics that name the offending token, and builds the AST from an error-free parse tree.
+// Runs the lexer (frontend/Lexer.h) and the ANTLR-generated parser of grammar/Tg.g4 over a .tg file, rewrites
+// ANTLR's syntax errors into short diagnostics that name the offending token, and builds the AST from an
+// error-free parse tree.
 #include "frontend/Parser.h"
 
-#include "TgLexer.h"
 #include "TgParser.h"
+#include "frontend/Lexer.h"
 #include "ir/Assert.h"
 
 #include <charconv>
@@ -13,7 +14,6 @@
 namespace tg::frontend {
 namespace {
 
-using grammar::TgLexer;
 using grammar::TgParser;
 
 /// The offset of the first byte that does not start a well-formed UTF-8 sequence (RFC 3629: no overlong
@@ -78,6 +78,7 @@ std::u32string decodeWithoutComments(const std::string &text) {
 class SourceStream : public antlr4::ANTLRInputStream {
 public:
   explicit SourceStream(const std::string &text) { _data = decodeWithoutComments(text); }
+  std::u32string_view codePoints() const { return _data; }
 };
 
 /// "FF" for the byte 0xff.
@@ -572,12 +573,10 @@ std::unique_ptr<Module> parseModule(std::string text, std::shared_ptr<const std:
   }
   try {
     SourceStream input(source);
-    TgLexer lexer(&input);
+    Lexer lexer(input, input.codePoints()); // reports nothing: a character no rule takes is an ERROR_CHAR
     antlr4::CommonTokenStream tokens(&lexer);
     TgParser parser(&tokens);
     DiagnosticListener listener(file, diags);
-    lexer.removeErrorListeners();
-    lexer.addErrorListener(&listener);
     NestingLimit nestingLimit(parser, file);
     parser.addParseListener(&nestingLimit);
     // Line by line, each line's parse tree becomes AST and is freed before the next line is parsed. A line

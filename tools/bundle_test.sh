@@ -3,7 +3,8 @@
 # build's packages would run it. It unpacks the bundle in a temporary folder, records what the normal build's tgc
 # (REFERENCE_TGC, default build/tgc) prints for every example on --device=cpu and --device=sim, and then, in a
 # mount namespace (unshare --mount; needs root) where an empty folder or /dev/null hides LLVM, ANTLR's runtime,
-# OpenBLAS and libgfortran, libedit, the CUDA toolkit, the compilers, the linker and CMake:
+# OpenBLAS and libgfortran, oneDNN with libgomp and libOpenCL, libedit, the CUDA toolkit, the compilers, the
+# linker and CMake:
 #   1. every library the bundle's binaries load comes from the bundle's lib/ or from the base system (ldd), and
 #      no symbol they need is newer than glibc 2.34's;
 #   2. every example prints on cpu and on sim what the normal build prints, numbers compared as numbers

@@ -12,7 +12,8 @@ Two tables:
   optimizing), so it is the kernels' compilation and the run. Kernels: the fused nodes of the optimized graph.
 - Front end: scripts of 10,000 and 100,000 lines `let vI = op(vI-1)` compiled to the optimized graph in this
   process (`tgc.compile`, which also prepares the run but compiles no kernel), against CPython's `compile()`
-  of the Python file of the same shape (`vI = op(vI-1)`), both the best of --repeat after one warm-up call.
+  of the Python file of the same shape (`vI = op(vI-1)`): the best of 5 x --repeat rounds after one warm-up
+  call, tgc and CPython taking turns in each round.
 
 Times are best-of where repeated; the machine is shared, so compare the ratios of one run.
 """
@@ -76,14 +77,16 @@ def front_end(sizes, repeat):
     sys.path.insert(0, os.path.join(ROOT, "build", "python"))
     import tgc
 
-    def best(call):
-        call()  # warm-up: ANTLR's prediction cache, CPython's allocator
-        times = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            call()
-            times.append(time.perf_counter() - start)
-        return min(times)
+    def best_of_turns(ours, theirs, rounds):
+        """Best times of `ours` and `theirs` called in turn, so that both see the same load on the machine."""
+        ours(), theirs()  # warm-up: ANTLR's prediction cache, CPython's allocator
+        best = [float("inf"), float("inf")]
+        for _ in range(rounds):
+            for side, call in enumerate((ours, theirs)):
+                start = time.perf_counter()
+                call()
+                best[side] = min(best[side], time.perf_counter() - start)
+        return best
 
     print("\n%-26s %12s %12s %12s %14s" % ("front end", "tgc (ms)", "us/line", "CPython (ms)",
                                            "tgc/CPython"))
@@ -91,8 +94,8 @@ def front_end(sizes, repeat):
         body = ["let v%d = %s(v%d)" % (i, UNARY[i % len(UNARY)], i - 1) for i in range(1, lines + 1)]
         script = "input x : f32[4]\nlet v0 = x\n" + "\n".join(body) + "\noutput v%d\n" % lines
         python = "v0 = x\n" + "\n".join(line[4:] for line in body) + "\n"
-        ours = best(lambda: tgc.compile(script, device="cpu"))
-        theirs = best(lambda: compile(python, "script.py", "exec"))
+        ours, theirs = best_of_turns(lambda: tgc.compile(script, device="cpu"),
+                                     lambda: compile(python, "script.py", "exec"), 5 * repeat)
         print("%-26s %12.1f %12.2f %12.1f %14.2f" % ("%d lines" % lines, ours * 1e3, ours / lines * 1e6,
                                                       theirs * 1e3, ours / theirs))
 

@@ -45,7 +45,10 @@ target_link_libraries(tgc_library PRIVATE -Wl,--whole-archive ${archives} -Wl,--
 # Only tgc's own symbols are exported: LLVM's stay inside, and the linker drops the sections nothing reaches.
 # --as-needed: LLVMSupport names libz3, which no object tgc uses calls. -z defs: a component missing from
 # TGC_LLVM_COMPONENTS is a link error here, not a failure at load time.
-file(WRITE ${CMAKE_BINARY_DIR}/tgc_library.map "{ global: extern \"C++\" { tg::*; }; local: *; };\n")
+# A class's vtable and type info (_ZTV, _ZTI, _ZTS) go with it: the unit tests construct the lexers.
+file(WRITE ${CMAKE_BINARY_DIR}/tgc_library.map
+     "{ global: extern \"C++\" { tg::*; }; _ZTVN2tg*; _ZTIN2tg*; _ZTSN2tg*; local: *; };\n")
+set_property(TARGET tgc_library APPEND PROPERTY LINK_DEPENDS ${CMAKE_BINARY_DIR}/tgc_library.map)
 target_link_options(tgc_library PRIVATE -Wl,--version-script=${CMAKE_BINARY_DIR}/tgc_library.map
                     -Wl,--gc-sections -Wl,--as-needed -Wl,-z,defs -Wl,--disable-new-dtags)
 # Usage requirements of the archives (the generated parser's include folders) pass to the binaries that link it.

@@ -64,7 +64,8 @@ TEST(LexerTest, EveryScriptInTheRepositoryLexesAsTheGrammarSays) {
       expectSameTokens(text, entry.path().string());
       ++scripts;
     }
-  EXPECT_GT(scripts, 100);
+  EXPECT_GE(scripts,
+            8); // a source tree has over a hundred; a bundle (tools/bundle.sh) its examples and stdlib
 }
 
 TEST(LexerTest, RandomTextLexesAsTheGrammarSays) {

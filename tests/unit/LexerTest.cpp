@@ -64,8 +64,8 @@ TEST(LexerTest, EveryScriptInTheRepositoryLexesAsTheGrammarSays) {
       expectSameTokens(text, entry.path().string());
       ++scripts;
     }
-  EXPECT_GE(scripts,
-            8); // a source tree has over a hundred; a bundle (tools/bundle.sh) its examples and stdlib
+  // A source tree has over a hundred; a bundle (tools/bundle.sh) has its examples and stdlib alone.
+  EXPECT_GE(scripts, 8);
 }
 
 TEST(LexerTest, RandomTextLexesAsTheGrammarSays) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <unordered_map>
 #include <vector>
 
 namespace tg::frontend {
@@ -30,6 +31,7 @@ struct Literals {
   std::vector<std::pair<std::u32string, size_t>> words; // keywords
   std::array<size_t, 128> single{};                     // one-character symbols by character, 0 for none
   std::vector<std::pair<std::string, size_t>> pairs;    // two-character symbols
+  std::unordered_map<std::string, size_t> all;          // every literal by its text
 
   Literals() {
     antlr4::ANTLRInputStream empty;
@@ -38,6 +40,7 @@ struct Literals {
       std::string quoted = vocabulary.getLiteralName(type); // "'**'", or "" for a token of no one text
       if (quoted.size() < 3) continue;
       std::string text = quoted.substr(1, quoted.size() - 2);
+      all.emplace(text, type);
       if (isNameStart(static_cast<unsigned char>(text[0])))
         words.emplace_back(std::u32string(text.begin(), text.end()), type);
       else if (text.size() == 1)
@@ -62,19 +65,18 @@ size_t wordType(std::u32string_view word) {
 
 } // namespace
 
-Lexer::Lexer(antlr4::CharStream &input, std::u32string_view text) : input_(input), text_(text) {}
-
-antlr4::TokenFactory<antlr4::CommonToken> *Lexer::getTokenFactory() {
-  return antlr4::CommonTokenFactory::DEFAULT.get();
+size_t literalType(std::string_view text) {
+  auto found = literals().all.find(std::string(text));
+  return found == literals().all.end() ? 0 : found->second;
 }
 
-std::unique_ptr<antlr4::Token> Lexer::nextToken() {
+Token Lexer::next() {
+  Token token;
   for (;;) {
-    std::unique_ptr<antlr4::Token> token = match();
-    if (!token) continue;
+    if (!match(token)) continue;
     // A line without tokens (blank, or only a comment) ends with no NEWLINE token either.
-    if (atLineStart_ && token->getType() == TgLexer::NEWLINE) continue;
-    atLineStart_ = token->getType() == TgLexer::NEWLINE;
+    if (atLineStart_ && token.type == TgLexer::NEWLINE) continue;
+    atLineStart_ = token.type == TgLexer::NEWLINE;
     return token;
   }
 }
@@ -90,15 +92,12 @@ void Lexer::advanceTo(size_t end) {
   }
 }
 
-std::unique_ptr<antlr4::Token> Lexer::match() {
+bool Lexer::match(Token &made) {
   size_t start = index_, line = line_, column = column_, size = text_.size();
   auto token = [&](size_t type, size_t end) {
     advanceTo(end);
-    auto made = std::make_unique<antlr4::CommonToken>(std::make_pair(this, &input_), type,
-                                                      antlr4::Token::DEFAULT_CHANNEL, start, end - 1);
-    made->setLine(line);
-    made->setCharPositionInLine(column);
-    return made;
+    made = {type, start, end, line, column};
+    return true;
   };
   if (start == size) return token(antlr4::Token::EOF, start); // ANTLR's EOF: stop = start - 1
   char32_t c = text_[start];
@@ -107,7 +106,7 @@ std::unique_ptr<antlr4::Token> Lexer::match() {
     end += c == U'\r';
     if (bracketDepth_ > 0 && !lineStartsStatement(end)) {
       advanceTo(end);
-      return nullptr;
+      return false;
     }
     bracketDepth_ = 0;
     return token(TgLexer::NEWLINE, end);
@@ -116,13 +115,13 @@ std::unique_ptr<antlr4::Token> Lexer::match() {
     while (end < size && isSpace(text_[end]))
       ++end;
     advanceTo(end);
-    return nullptr;
+    return false;
   }
   if (c == U'#') { // COMMENT, skipped
     while (end < size && text_[end] != U'\r' && text_[end] != U'\n')
       ++end;
     advanceTo(end);
-    return nullptr;
+    return false;
   }
   // EXPONENT: [eE] [+-]? DIGIT+, its end from `at`, or `at` itself when there is none.
   auto exponent = [&](size_t at) {
@@ -196,6 +195,19 @@ bool Lexer::lineStartsStatement(size_t index) const {
                                                            TgLexer::PARAM,  TgLexer::LET,   TgLexer::OUTPUT,
                                                            TgLexer::UPDATE, TgLexer::RETURN};
   return std::find(kStatementKeywords.begin(), kStatementKeywords.end(), type) != kStatementKeywords.end();
+}
+
+std::unique_ptr<antlr4::Token> AntlrTokenSource::nextToken() {
+  Token token = lexer_.next();
+  auto made = std::make_unique<antlr4::CommonToken>(
+      std::make_pair(this, &input_), token.type, antlr4::Token::DEFAULT_CHANNEL, token.start, token.end - 1);
+  made->setLine(token.line);
+  made->setCharPositionInLine(token.column);
+  return made;
+}
+
+antlr4::TokenFactory<antlr4::CommonToken> *AntlrTokenSource::getTokenFactory() {
+  return antlr4::CommonTokenFactory::DEFAULT.get();
 }
 
 } // namespace tg::frontend

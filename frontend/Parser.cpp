@@ -1,12 +1,19 @@
-// Runs the lexer (frontend/Lexer.h) and the ANTLR-generated parser of grammar/Tg.g4 over a .tg file, rewrites
-// ANTLR's syntax errors into short diagnostics that name the offending token, and builds the AST from an
-// error-free parse tree.
+// The parser: a .tg file to the AST of frontend/Ast.h, by recursive descent over the lexer's tokens
+// (frontend/Lexer.h), rule for rule as grammar/Tg.g4 states the language. It reports what the grammar cannot
+// check: literals out of range, unknown placements, positional arguments after keyword arguments, a def's
+// body without its return. At the first line it cannot parse it stops, and ANTLR's parser of the grammar
+// reports the syntax errors from there on (frontend/SyntaxErrors.h). tests/unit/ParserTest.cpp checks that
+// the two accept the same lines and that their trees agree, on every script of the repository and on random
+// ones. (ANTLR's parse, with a heap object per token and per rule, took half the time from a 10,000-line
+// script to its optimized graph.)
 #include "frontend/Parser.h"
 
-#include "TgParser.h"
+#include "TgLexer.h"
 #include "frontend/Lexer.h"
+#include "frontend/SyntaxErrors.h"
 #include "ir/Assert.h"
 
+#include <array>
 #include <charconv>
 #include <cstdio>
 #include <optional>
@@ -14,7 +21,7 @@
 namespace tg::frontend {
 namespace {
 
-using grammar::TgParser;
+using grammar::TgLexer;
 
 /// The offset of the first byte that does not start a well-formed UTF-8 sequence (RFC 3629: no overlong
 /// forms, no surrogates, nothing above U+10FFFF), or nothing when the whole text is valid.
@@ -73,460 +80,470 @@ std::u32string decodeWithoutComments(const std::string &text) {
   return decoded;
 }
 
-/// ANTLR's input stream over decodeWithoutComments(text). ANTLR's own UTF-8 decoder reserves 20 bytes per
-/// input byte: a 50 MB script took more than 1 GB before the lexer started.
-class SourceStream : public antlr4::ANTLRInputStream {
-public:
-  explicit SourceStream(const std::string &text) { _data = decodeWithoutComments(text); }
-  std::u32string_view codePoints() const { return _data; }
-};
-
-/// "FF" for the byte 0xff.
-std::string hexDigits(unsigned char byte) {
-  char buffer[4];
-  std::snprintf(buffer, sizeof buffer, "%02X", byte);
-  return buffer;
-}
-
-bool isLineEnd(const antlr4::Token *token) {
-  return token->getType() == TgParser::NEWLINE || token->getType() == antlr4::Token::EOF;
-}
-
-/// A found token as a message names it: 'foo', end of line.
-std::string describeToken(const antlr4::Token *token) {
-  if (token->getType() == antlr4::Token::EOF) return "end of file";
-  if (token->getType() == TgParser::NEWLINE) return "end of line";
-  std::string text = token->getText();
-  return "'" + text + "'";
-}
-
-/// The message for a token that is an error by itself, whatever the parser expected there.
-std::optional<std::string> lexicalError(const antlr4::Token *token) {
-  std::string text = token->getText();
-  if (token->getType() == TgParser::UNTERMINATED_STRING) return "unterminated string";
-  if (token->getType() != TgParser::ERROR_CHAR) return std::nullopt;
-  if (text.size() == 1 && (static_cast<unsigned char>(text[0]) < 0x20 || text[0] == 0x7F))
-    return "unexpected character U+00" + hexDigits(text[0]);
-  return "unexpected character '" + text + "'";
-}
-
-/// IntervalSet::contains is overloaded for size_t and ssize_t, which makes it ambiguous for token types.
-bool contains(const antlr4::misc::IntervalSet &set, size_t tokenType) {
-  return set.contains(tokenType);
-}
-
-/// A few expected tokens as a message lists them ("':' or '='"), or nothing when there are too many to help.
-/// Ends of lines are left out when one was found: a line that ends too soon lacks something else.
-std::optional<std::string> listExpected(const antlr4::misc::IntervalSet &expected, const antlr4::Token *found,
-                                        const antlr4::dfa::Vocabulary &vocabulary) {
-  std::vector<std::string> names;
-  for (ssize_t type : expected.toList()) {
-    switch (static_cast<size_t>(type)) {
-    case antlr4::Token::EOF:
-      if (!isLineEnd(found) && !contains(expected, TgParser::NEWLINE)) // the end of the file ends a line too
-        names.push_back("end of file");
-      break;
-    case TgParser::NEWLINE:
-      if (!isLineEnd(found)) names.push_back("end of line");
-      break;
-    case TgParser::NAME:
-      names.push_back("a name");
-      break;
-    case TgParser::INT:
-      names.push_back("an integer");
-      break;
-    default:
-      names.push_back(vocabulary.getLiteralName(type));
+/// Code points as UTF-8.
+std::string utf8(std::u32string_view points) {
+  std::string text;
+  text.reserve(points.size());
+  for (char32_t c : points) {
+    if (c < 0x80) {
+      text += static_cast<char>(c);
+    } else if (c < 0x800) {
+      text += {static_cast<char>(0xC0 | c >> 6), static_cast<char>(0x80 | (c & 0x3F))};
+    } else if (c < 0x10000) {
+      text += {static_cast<char>(0xE0 | c >> 12), static_cast<char>(0x80 | (c >> 6 & 0x3F)),
+               static_cast<char>(0x80 | (c & 0x3F))};
+    } else {
+      text += {static_cast<char>(0xF0 | c >> 18), static_cast<char>(0x80 | (c >> 12 & 0x3F)),
+               static_cast<char>(0x80 | (c >> 6 & 0x3F)), static_cast<char>(0x80 | (c & 0x3F))};
     }
   }
-  if (names.empty() || names.size() > 4) return std::nullopt;
-  std::string text = names[0];
-  for (size_t i = 1; i < names.size(); ++i)
-    text += (i + 1 == names.size() ? " or " : ", ") + names[i];
   return text;
 }
 
-/// The message for a syntax error at `token` where the parser expected one of `expected`.
-std::string syntaxErrorMessage(const antlr4::Token *token, const antlr4::misc::IntervalSet &expected,
-                               const antlr4::dfa::Vocabulary &vocabulary) {
-  if (std::optional<std::string> message = lexicalError(token)) return *message;
-  std::string found = describeToken(token);
-  if (contains(expected, TgParser::FLOAT)) return "expected an expression, found " + found;
-  if (contains(expected, TgParser::LET) && contains(expected, TgParser::IMPORT))
-    return "expected a statement, found " + found;
-  if (isLineEnd(token) && contains(expected, TgParser::RPAREN)) return "missing ')' before " + found;
-  if (isLineEnd(token) && contains(expected, TgParser::RBRACK)) return "missing ']' before " + found;
-  if (std::optional<std::string> names = listExpected(expected, token, vocabulary))
-    return "expected " + *names + ", found " + found;
-  return "unexpected " + found;
-}
+/// How tightly the alternatives of Tg.g4's expr bind, numbered as ANTLR numbers them: the later in the rule,
+/// the looser. An expression's operator loop goes on with an operator that binds at least as tightly as its
+/// caller asked. A prefix operator's operand binds at the operator's own strength, so does the right operand
+/// of '**' (right-associative), and that of a left-associative operator one stronger. Subscripts bind
+/// tightest of all.
+enum Binding : int { kOr = 1, kAnd, kNot, kCompare, kAdd, kMultiply, kPin, kSign, kPower };
 
-/// ANTLR's error recovery, with short messages ("expected ':', found 'f32'", "unexpected ')'", "missing ')'
-/// before end of line") in place of its "extraneous input 'x' expecting {...}" with whole token sets, and
-/// resuming at the end of the line at the latest.
-class ReadableErrorStrategy : public antlr4::DefaultErrorStrategy {
-protected:
-  void reportNoViableAlternative(antlr4::Parser *parser, const antlr4::NoViableAltException &e) override {
-    report(parser, e.getOffendingToken(), e.getExpectedTokens());
-  }
-  void reportInputMismatch(antlr4::Parser *parser, const antlr4::InputMismatchException &e) override {
-    report(parser, e.getOffendingToken(), e.getExpectedTokens());
-  }
-  void reportMissingToken(antlr4::Parser *parser) override {
-    if (inErrorRecoveryMode(parser)) return;
-    beginErrorCondition(parser);
-    report(parser, parser->getCurrentToken(), getExpectedTokens(parser));
-  }
-  void reportUnwantedToken(antlr4::Parser *parser) override {
-    if (inErrorRecoveryMode(parser)) return;
-    beginErrorCondition(parser);
-    antlr4::Token *token = parser->getCurrentToken();
-    // An extra token is just unexpected, but a line cannot end too soon without something missing.
-    if (isLineEnd(token))
-      report(parser, token, getExpectedTokens(parser));
-    else
-      parser->notifyErrorListeners(token, lexicalError(token).value_or("unexpected " + describeToken(token)),
-                                   nullptr);
-  }
-  antlr4::misc::IntervalSet getErrorRecoverySet(antlr4::Parser *parser) override {
-    antlr4::misc::IntervalSet set = DefaultErrorStrategy::getErrorRecoverySet(parser);
-    set.add(static_cast<ssize_t>(TgParser::NEWLINE));
-    return set;
-  }
+/// The types of the tokens the grammar writes as literals ('=', '**'), and the binding of each binary
+/// operator by its token type (0 for a token that is none).
+struct LiteralTypes {
+  size_t assign = literalType("="), colon = literalType(":"), comma = literalType(","),
+         dot = literalType("."), openBrace = literalType("{"), closeBrace = literalType("}"),
+         at = literalType("@"), minus = literalType("-"), plus = literalType("+");
+  std::array<int, 64> binding{};
 
-private:
-  static void report(antlr4::Parser *parser, antlr4::Token *token,
-                     const antlr4::misc::IntervalSet &expected) {
-    parser->notifyErrorListeners(token, syntaxErrorMessage(token, expected, parser->getVocabulary()),
-                                 nullptr);
+  LiteralTypes() {
+    const std::pair<const char *, Binding> operators[] = {
+        {"**", kPower},   {"*", kMultiply}, {"/", kMultiply}, {"%", kMultiply}, {"@", kMultiply},
+        {"+", kAdd},      {"-", kAdd},      {"<", kCompare},  {"<=", kCompare}, {">", kCompare},
+        {">=", kCompare}, {"==", kCompare}, {"!=", kCompare}, {"and", kAnd},    {"or", kOr}};
+    for (const auto &[text, strength] : operators) {
+      size_t type = literalType(text);
+      TG_ASSERT(type > 0 && type < binding.size()) << "Tg.g4 has no operator '" << text << "'";
+      binding[type] = strength;
+    }
   }
 };
 
-/// Sends the lexer's and the parser's errors to the diagnostics, with 1-based columns. Only the first error
-/// of a line is reported: the others on it are mostly echoes of the first, left by ANTLR's recovery.
-class DiagnosticListener : public antlr4::BaseErrorListener {
-public:
-  DiagnosticListener(std::shared_ptr<const std::string> file, DiagnosticEngine &diags)
-      : file_(std::move(file)), diags_(diags) {}
-
-  void syntaxError(antlr4::Recognizer *, antlr4::Token *, size_t line, size_t column,
-                   const std::string &message, std::exception_ptr) override {
-    if (line == lastErrorLine_) return;
-    lastErrorLine_ = line;
-    diags_.error({file_, static_cast<int>(line), static_cast<int>(column) + 1}, message);
-  }
-
-private:
-  std::shared_ptr<const std::string> file_;
-  DiagnosticEngine &diags_;
-  size_t lastErrorLine_ = 0;
-};
-
-/// The 1-based location of a token (ANTLR's columns are 0-based).
-SourceLoc tokenLoc(const antlr4::Token *token, std::shared_ptr<const std::string> file) {
-  return {std::move(file), static_cast<int>(token->getLine()),
-          static_cast<int>(token->getCharPositionInLine()) + 1};
+const LiteralTypes &literalTypes() {
+  static const LiteralTypes table;
+  return table;
 }
 
-/// How deep rules may nest in the parser, and expressions in the AST: both the parser and every later pass
-/// over the AST recurse once per level, and must not run out of stack.
-constexpr int kMaxNesting = 1000;
+/// A line the parser cannot parse: ANTLR's parser reports what is wrong with it.
+struct SyntaxError {};
 
-ir::UserError tooDeeplyNested(SourceLoc loc) {
-  return ir::UserError("expression too deeply nested or too long", std::move(loc));
-}
-
-/// Stops the parse when rules nest too deeply (deep parentheses, long chains of prefix operators).
-class NestingLimit : public antlr4::tree::ParseTreeListener {
+class Parser {
 public:
-  NestingLimit(antlr4::Parser &parser, std::shared_ptr<const std::string> file)
-      : parser_(parser), file_(std::move(file)) {}
-
-  void enterEveryRule(antlr4::ParserRuleContext *) override {
-    if (++depth_ > kMaxNesting) throw tooDeeplyNested(tokenLoc(parser_.getCurrentToken(), file_));
+  Parser(std::u32string_view text, std::shared_ptr<const std::string> file, DiagnosticEngine &diags)
+      : text_(text), lexer_(text), beforeCurrent_(text), file_(std::move(file)), diags_(diags),
+        literals_(literalTypes()) {
+    current_ = lexer_.next();
   }
-  void exitEveryRule(antlr4::ParserRuleContext *) override { --depth_; }
-  void visitTerminal(antlr4::tree::TerminalNode *) override {}
-  void visitErrorNode(antlr4::tree::ErrorNode *) override {}
 
-private:
-  antlr4::Parser &parser_;
-  std::shared_ptr<const std::string> file_;
-  int depth_ = 0;
-};
-
-/// Builds the AST from a parse tree without syntax errors. Reports what the grammar cannot check: literals
-/// out of range, unknown placements, positional arguments after keyword arguments.
-class AstBuilder {
-public:
-  AstBuilder(std::shared_ptr<const std::string> file, DiagnosticEngine &diags)
-      : file_(std::move(file)), diags_(diags) {}
-
-  /// Adds a line's statement, if it has one, to `module`.
-  void addLine(Module &module, TgParser::LineContext *line) {
-    if (TgParser::StatementContext *statementCtx = line->statement())
-      module.statements.push_back(statement(statementCtx));
+  /// Adds the statements of the file's lines to `module`, up to the first line with a syntax error, and
+  /// returns the lexer at that line's start; nothing when every line parses.
+  std::optional<Lexer> parse(Module &module) {
+    while (current_.type != antlr4::Token::EOF) {
+      Lexer lineStart = beforeCurrent_;
+      try {
+        line(module);
+      } catch (const SyntaxError &) {
+        return lineStart;
+      }
+    }
+    return std::nullopt;
   }
 
 private:
-  SourceLoc loc(const antlr4::Token *token) const { return tokenLoc(token, file_); }
+  // Tokens.
 
+  bool at(size_t type) const { return current_.type == type; }
+  Token take() {
+    Token token = current_;
+    beforeCurrent_ = lexer_;
+    current_ = lexer_.next();
+    lastEnd_ = token.end;
+    return token;
+  }
+  bool accept(size_t type) {
+    if (!at(type)) return false;
+    take();
+    return true;
+  }
+  Token expect(size_t type) {
+    if (!at(type)) throw SyntaxError();
+    return take();
+  }
+  /// The token after the current one.
+  Token lookahead() const {
+    Lexer ahead = lexer_;
+    return ahead.next();
+  }
+  std::string text(const Token &token) const {
+    return utf8(text_.substr(token.start, token.end - token.start));
+  }
+  SourceLoc loc(const Token &token) const {
+    return {file_, static_cast<int>(token.line), static_cast<int>(token.column) + 1};
+  }
   template <typename Node>
-  std::unique_ptr<Node> make(const antlr4::Token *token) const {
+  std::unique_ptr<Node> make(const Token &token) const {
     auto node = std::make_unique<Node>();
     node->loc = loc(token);
     return node;
   }
+  /// An error the grammar does not see, reported once its line has parsed: a line with a syntax error reports
+  /// that alone.
+  void lineError(SourceLoc loc, std::string message) { lineErrors_.emplace_back(std::move(message), loc); }
 
-  Identifier identifier(antlr4::tree::TerminalNode *name) const {
-    return {name->getText(), loc(name->getSymbol())};
-  }
+  // Statements.
 
-  std::vector<Identifier> names(TgParser::NameListContext *ctx) const {
-    std::vector<Identifier> result;
-    if (ctx)
-      for (antlr4::tree::TerminalNode *name : ctx->NAME())
-        result.push_back(identifier(name));
-    return result;
-  }
-
-  StmtPtr statement(TgParser::StatementContext *ctx) {
-    // The statement's one child, found by its rule (the generated accessors would try each kind in turn).
-    auto *child = static_cast<antlr4::ParserRuleContext *>(ctx->children.at(0));
-    switch (child->getRuleIndex()) {
-    case TgParser::RuleImportStmt: {
-      auto *importCtx = static_cast<TgParser::ImportStmtContext *>(child);
-      auto stmt = make<ImportStmt>(importCtx->getStart());
-      stmt->module = identifier(importCtx->NAME());
-      return stmt;
+  /// line : statement? (NEWLINE | EOF)
+  void line(Module &module) {
+    StmtPtr stmt;
+    switch (current_.type) {
+    case TgLexer::IMPORT: {
+      auto import = make<ImportStmt>(take());
+      import->module = identifier();
+      stmt = std::move(import);
+      break;
     }
-    case TgParser::RuleDefStmt:
-      return def(static_cast<TgParser::DefStmtContext *>(child));
-    case TgParser::RuleInputStmt: {
-      auto *inputCtx = static_cast<TgParser::InputStmtContext *>(child);
-      auto stmt = make<InputStmt>(inputCtx->getStart());
-      stmt->name = identifier(inputCtx->NAME());
-      stmt->type = type(inputCtx->type());
-      return stmt;
+    case TgLexer::DEF:
+      stmt = def();
+      break;
+    case TgLexer::INPUT: {
+      auto input = make<InputStmt>(take());
+      input->name = identifier();
+      expect(literals_.colon);
+      input->type = type();
+      stmt = std::move(input);
+      break;
     }
-    case TgParser::RuleParamStmt: {
-      auto *paramCtx = static_cast<TgParser::ParamStmtContext *>(child);
-      auto stmt = make<ParamStmt>(paramCtx->getStart());
-      stmt->name = identifier(paramCtx->NAME());
-      stmt->type = type(paramCtx->type());
-      stmt->init = expr(paramCtx->expr());
-      return stmt;
+    case TgLexer::PARAM: {
+      auto param = make<ParamStmt>(take());
+      param->name = identifier();
+      expect(literals_.colon);
+      param->type = type();
+      expect(literals_.assign);
+      param->init = expr();
+      stmt = std::move(param);
+      break;
     }
-    case TgParser::RuleLetStmt:
-      return let(static_cast<TgParser::LetStmtContext *>(child));
-    case TgParser::RuleOutputStmt: {
-      auto *outputCtx = static_cast<TgParser::OutputStmtContext *>(child);
-      auto stmt = make<OutputStmt>(outputCtx->getStart());
-      for (TgParser::ExprContext *value : outputCtx->expr()) {
-        stmt->values.push_back(expr(value));
-        antlr4::misc::Interval span(value->getStart()->getStartIndex(), value->getStop()->getStopIndex());
-        stmt->names.push_back({value->getStart()->getInputStream()->getText(span), loc(value->getStart())});
-      }
-      return stmt;
+    case TgLexer::LET:
+      stmt = let();
+      break;
+    case TgLexer::OUTPUT: {
+      auto output = make<OutputStmt>(take());
+      do { // an output is named by its source text: a name's is the name
+        Token first = current_;
+        output->values.push_back(expr());
+        output->names.push_back({utf8(text_.substr(first.start, lastEnd_ - first.start)), loc(first)});
+      } while (accept(literals_.comma));
+      stmt = std::move(output);
+      break;
     }
-    case TgParser::RuleUpdateStmt: {
-      auto *updateCtx = static_cast<TgParser::UpdateStmtContext *>(child);
-      auto stmt = make<UpdateStmt>(updateCtx->getStart());
-      stmt->name = identifier(updateCtx->NAME());
-      stmt->value = expr(updateCtx->expr());
-      return stmt;
+    case TgLexer::UPDATE: {
+      auto update = make<UpdateStmt>(take());
+      update->name = identifier();
+      expect(literals_.assign);
+      update->value = expr();
+      stmt = std::move(update);
+      break;
     }
+    case TgLexer::NEWLINE:
+    case antlr4::Token::EOF:
+      break;
     default:
-      TG_ASSERT(false) << "a statement the AST builder does not know: " << ctx->getText();
-      return nullptr;
+      throw SyntaxError();
     }
+    if (!accept(TgLexer::NEWLINE) && !at(antlr4::Token::EOF)) throw SyntaxError();
+    for (const ir::UserError &error : lineErrors_)
+      diags_.report(error);
+    lineErrors_.clear();
+    if (stmt) module.statements.push_back(std::move(stmt));
   }
 
-  std::unique_ptr<LetStmt> let(TgParser::LetStmtContext *ctx) {
-    auto stmt = make<LetStmt>(ctx->getStart());
-    stmt->names = names(ctx->nameList());
-    stmt->value = expr(ctx->expr());
-    return stmt;
-  }
-
-  std::unique_ptr<DefStmt> def(TgParser::DefStmtContext *ctx) {
-    auto stmt = make<DefStmt>(ctx->getStart());
-    stmt->name = identifier(ctx->NAME());
-    stmt->params = names(ctx->nameList());
-    TgParser::DefBlockContext *block = ctx->defBlock();
-    if (!block) {
-      stmt->result = expr(ctx->expr());
+  /// defStmt : DEF NAME LPAREN nameList? RPAREN ('=' expr | defBlock)
+  /// defBlock : '{' NEWLINE (bodyStmt? NEWLINE)* '}'    bodyStmt : letStmt | RETURN expr
+  std::unique_ptr<DefStmt> def() {
+    auto stmt = make<DefStmt>(take());
+    stmt->name = identifier();
+    expect(TgLexer::LPAREN);
+    if (at(TgLexer::NAME)) stmt->params = nameList();
+    expect(TgLexer::RPAREN);
+    if (accept(literals_.assign)) {
+      stmt->result = expr();
       return stmt;
     }
-    for (TgParser::BodyStmtContext *bodyCtx : block->bodyStmt()) {
-      if (stmt->result) {
-        diags_.error(loc(bodyCtx->getStart()), "statement after the return of '" + stmt->name.name + "'");
-        break;
+    expect(literals_.openBrace);
+    expect(TgLexer::NEWLINE);
+    bool extraReported = false;
+    while (!at(literals_.closeBrace)) {
+      if (at(TgLexer::LET) || at(TgLexer::RETURN)) {
+        if (stmt->result && !extraReported) {
+          lineError(loc(current_), "statement after the return of '" + stmt->name.name + "'");
+          extraReported = true;
+        }
+        if (at(TgLexer::LET)) {
+          std::unique_ptr<LetStmt> body = let();
+          if (!stmt->result) stmt->body.push_back(std::move(body));
+        } else {
+          take();
+          ExprPtr result = expr();
+          if (!stmt->result) stmt->result = std::move(result);
+        }
       }
-      if (TgParser::LetStmtContext *letCtx = bodyCtx->letStmt())
-        stmt->body.push_back(let(letCtx));
-      else
-        stmt->result = expr(bodyCtx->expr());
+      expect(TgLexer::NEWLINE);
     }
+    Token close = take();
     if (!stmt->result)
-      diags_.error(loc(block->getStop()),
-                   "the body of '" + stmt->name.name + "' must end with 'return EXPR'");
+      lineError(loc(close), "the body of '" + stmt->name.name + "' must end with 'return EXPR'");
     return stmt;
   }
 
-  TypeExpr type(TgParser::TypeContext *ctx) {
-    TypeExpr result{loc(ctx->dtype), ctx->dtype->getText(), {}};
-    for (TgParser::DimContext *dimCtx : ctx->dim()) {
+  /// letStmt : LET nameList '=' expr
+  std::unique_ptr<LetStmt> let() {
+    auto stmt = make<LetStmt>(take());
+    stmt->names = nameList();
+    expect(literals_.assign);
+    stmt->value = expr();
+    return stmt;
+  }
+
+  Identifier identifier() {
+    Token name = expect(TgLexer::NAME);
+    return {text(name), loc(name)};
+  }
+
+  /// nameList : NAME (',' NAME)*
+  std::vector<Identifier> nameList() {
+    std::vector<Identifier> names;
+    do
+      names.push_back(identifier());
+    while (accept(literals_.comma));
+    return names;
+  }
+
+  /// type : dtype=NAME (LBRACK dim (',' dim)* RBRACK)?    dim : INT | NAME
+  TypeExpr type() {
+    Token dtype = expect(TgLexer::NAME);
+    TypeExpr result{loc(dtype), text(dtype), {}};
+    if (!accept(TgLexer::LBRACK)) return result;
+    do {
       DimExpr dim;
-      dim.loc = loc(dimCtx->getStart());
-      if (dimCtx->NAME()) {
+      dim.loc = loc(current_);
+      if (at(TgLexer::NAME)) {
         dim.isSymbol = true;
-        dim.symbol = dimCtx->NAME()->getText();
+        dim.symbol = text(take());
       } else {
-        dim.size = integer(dimCtx->INT()->getSymbol()).value_or(0);
+        dim.size = integer(expect(TgLexer::INT)).value_or(0);
       }
       result.dims.push_back(std::move(dim));
-    }
+    } while (accept(literals_.comma));
+    expect(TgLexer::RBRACK);
     return result;
   }
 
-  /// Left-associative chains (`a + b + ... + z`) nest the AST without nesting the parse: limit them here.
-  ExprPtr expr(TgParser::ExprContext *ctx) {
-    if (++exprDepth_ > kMaxNesting) throw tooDeeplyNested(loc(ctx->getStart()));
-    ExprPtr result = buildExpr(ctx);
-    --exprDepth_;
-    return result;
+  // Expressions.
+
+  /// One more level of nesting, given back when the expression that took it returns.
+  void deeper() {
+    if (++depth_ > kMaxNesting) throw tooDeeplyNested(loc(current_));
   }
 
-  ExprPtr buildExpr(TgParser::ExprContext *ctx) {
-    if (auto *primaryCtx = dynamic_cast<TgParser::PrimaryExprContext *>(ctx))
-      return primary(primaryCtx->primary());
-    if (auto *binaryCtx = dynamic_cast<TgParser::BinaryExprContext *>(ctx)) {
-      auto node = make<BinaryExpr>(binaryCtx->op);
-      node->op = binaryCtx->op->getText();
-      node->lhs = expr(binaryCtx->expr(0));
-      node->rhs = expr(binaryCtx->expr(1));
-      return node;
-    }
-    if (auto *unaryCtx = dynamic_cast<TgParser::UnaryExprContext *>(ctx)) {
-      auto node = make<UnaryExpr>(unaryCtx->op);
-      node->op = unaryCtx->op->getText();
-      node->operand = expr(unaryCtx->expr());
-      return node;
-    }
-    if (auto *pinnedCtx = dynamic_cast<TgParser::PinnedExprContext *>(ctx)) {
-      auto node = make<PinnedExpr>(pinnedCtx->getStart());
-      node->place = pinnedCtx->place->getText();
-      if (node->place != "host" && node->place != "device")
-        diags_.error(loc(pinnedCtx->place),
-                     "unknown placement '@" + node->place + "'; expected '@host' or '@device'");
-      node->operand = expr(pinnedCtx->expr());
-      return node;
-    }
-    auto *indexCtx = dynamic_cast<TgParser::IndexExprContext *>(ctx);
-    TG_ASSERT(indexCtx) << "an expression the AST builder does not know: " << ctx->getText();
-    auto node = make<IndexExpr>(indexCtx->LBRACK()->getSymbol());
-    node->base = expr(indexCtx->expr());
-    for (TgParser::SubscriptContext *subscriptCtx : indexCtx->subscript())
-      node->subscripts.push_back(subscript(subscriptCtx));
-    return node;
-  }
-
-  ExprPtr optionalExpr(TgParser::ExprContext *ctx) { return ctx ? expr(ctx) : nullptr; }
-
-  Subscript subscript(TgParser::SubscriptContext *ctx) {
-    Subscript result;
-    result.loc = loc(ctx->getStart());
-    TgParser::SliceContext *slice = ctx->slice();
-    if (!slice) {
-      result.index = expr(ctx->expr());
-      return result;
-    }
-    result.isRange = true;
-    result.start = optionalExpr(ctx->expr());
-    result.stop = optionalExpr(slice->upper);
-    result.step = optionalExpr(slice->step);
-    return result;
-  }
-
-  ExprPtr primary(TgParser::PrimaryContext *ctx) {
-    if (auto *callCtx = dynamic_cast<TgParser::CallExprContext *>(ctx)) {
-      auto node = make<CallExpr>(callCtx->getStart());
-      node->callee = name(callCtx->qualifiedName());
-      for (TgParser::ArgumentContext *argument : callCtx->argument()) {
-        if (argument->keyword) {
-          node->keywords.push_back(
-              {argument->keyword->getText(), loc(argument->keyword), expr(argument->expr())});
-          continue;
-        }
-        if (!node->keywords.empty())
-          diags_.error(loc(argument->getStart()), "positional argument after keyword argument");
-        node->args.push_back(expr(argument->expr()));
+  /// expr, binding at least as tightly as `binding`: a prefix operator or a primary, then operators and
+  /// subscripts in a loop (ANTLR's form of a left-recursive rule).
+  ExprPtr expr(int binding = 0) {
+    int depth = depth_;
+    deeper();
+    ExprPtr result = prefixOrPrimary();
+    for (;;) {
+      if (at(TgLexer::LBRACK)) {
+        deeper();
+        result = index(std::move(result));
+        continue;
       }
-      return node;
+      int strength = current_.type < literals_.binding.size() ? literals_.binding[current_.type] : 0;
+      if (strength == 0 || strength < binding) break;
+      deeper();
+      Token op = take();
+      auto node = make<BinaryExpr>(op);
+      node->op = text(op);
+      node->lhs = std::move(result);
+      node->rhs = expr(strength == kPower ? kPower : strength + 1);
+      result = std::move(node);
     }
-    if (auto *nameCtx = dynamic_cast<TgParser::NameExprContext *>(ctx)) return name(nameCtx->qualifiedName());
-    if (auto *intCtx = dynamic_cast<TgParser::IntExprContext *>(ctx))
-      return number(intCtx->INT()->getSymbol(), false);
-    if (auto *floatCtx = dynamic_cast<TgParser::FloatExprContext *>(ctx))
-      return number(floatCtx->FLOAT()->getSymbol(), true);
-    if (auto *boolCtx = dynamic_cast<TgParser::BoolExprContext *>(ctx)) {
-      auto node = make<BoolExpr>(boolCtx->value);
-      node->value = boolCtx->value->getType() == TgParser::TRUE;
-      return node;
-    }
-    if (auto *stringCtx = dynamic_cast<TgParser::StringExprContext *>(ctx))
-      return stringLiteral(stringCtx->STRING()->getSymbol());
-    if (auto *listCtx = dynamic_cast<TgParser::ListExprContext *>(ctx)) {
-      auto node = make<ListExpr>(listCtx->getStart());
-      for (TgParser::ExprContext *element : listCtx->expr())
-        node->elements.push_back(expr(element));
-      return node;
-    }
-    auto *parenCtx = dynamic_cast<TgParser::ParenExprContext *>(ctx);
-    TG_ASSERT(parenCtx) << "a primary expression the AST builder does not know: " << ctx->getText();
-    return expr(parenCtx->expr());
+    depth_ = depth;
+    return result;
   }
 
-  /// `name` as a NameExpr, `module.name` as a MemberExpr.
-  ExprPtr name(TgParser::QualifiedNameContext *ctx) {
-    std::vector<antlr4::tree::TerminalNode *> parts = ctx->NAME();
-    if (parts.size() == 1) {
-      auto node = make<NameExpr>(parts[0]->getSymbol());
-      node->name = parts[0]->getText();
+  ExprPtr prefixOrPrimary() {
+    if (at(literals_.minus) || at(literals_.plus) || at(TgLexer::NOT)) {
+      Token op = take();
+      auto node = make<UnaryExpr>(op);
+      node->op = text(op);
+      node->operand = expr(op.type == TgLexer::NOT ? kNot : kSign);
       return node;
     }
-    auto node = make<MemberExpr>(parts[0]->getSymbol());
-    node->module = parts[0]->getText();
-    node->name = parts[1]->getText();
+    if (at(literals_.at)) {
+      auto node = make<PinnedExpr>(take());
+      Token place = expect(TgLexer::NAME);
+      node->place = text(place);
+      if (node->place != "host" && node->place != "device")
+        lineError(loc(place), "unknown placement '@" + node->place + "'; expected '@host' or '@device'");
+      node->operand = expr(kPin);
+      return node;
+    }
+    return primary();
+  }
+
+  /// Whether the current token can start an expression.
+  bool atExpr() const {
+    switch (current_.type) {
+    case TgLexer::NOT:
+    case TgLexer::NAME:
+    case TgLexer::INT:
+    case TgLexer::FLOAT:
+    case TgLexer::TRUE:
+    case TgLexer::FALSE:
+    case TgLexer::STRING:
+    case TgLexer::LBRACK:
+    case TgLexer::LPAREN:
+      return true;
+    default:
+      return at(literals_.minus) || at(literals_.plus) || at(literals_.at);
+    }
+  }
+
+  /// Elements separated by commas up to `close`, with a comma after the last allowed: `(a, b,)`.
+  template <typename Element>
+  void commaList(size_t close, Element element) {
+    if (!at(close)) {
+      do
+        element();
+      while (accept(literals_.comma) && !at(close));
+    }
+    expect(close);
+  }
+
+  ExprPtr primary() {
+    switch (current_.type) {
+    case TgLexer::NAME: {
+      ExprPtr name = qualifiedName();
+      return at(TgLexer::LPAREN) ? call(std::move(name)) : std::move(name);
+    }
+    case TgLexer::INT:
+      return number(take(), false);
+    case TgLexer::FLOAT:
+      return number(take(), true);
+    case TgLexer::TRUE:
+    case TgLexer::FALSE: {
+      Token value = take();
+      auto node = make<BoolExpr>(value);
+      node->value = value.type == TgLexer::TRUE;
+      return node;
+    }
+    case TgLexer::STRING:
+      return stringLiteral(take());
+    case TgLexer::LBRACK: {
+      auto node = make<ListExpr>(take());
+      commaList(TgLexer::RBRACK, [&] { node->elements.push_back(expr()); });
+      return node;
+    }
+    case TgLexer::LPAREN: {
+      take();
+      ExprPtr inner = expr();
+      expect(TgLexer::RPAREN);
+      return inner;
+    }
+    default:
+      throw SyntaxError();
+    }
+  }
+
+  /// qualifiedName : NAME ('.' NAME)?, as a NameExpr or a MemberExpr.
+  ExprPtr qualifiedName() {
+    Token first = take();
+    if (!accept(literals_.dot)) {
+      auto node = make<NameExpr>(first);
+      node->name = text(first);
+      return node;
+    }
+    auto node = make<MemberExpr>(first);
+    node->module = text(first);
+    node->name = text(expect(TgLexer::NAME));
     return node;
   }
 
-  ExprPtr number(const antlr4::Token *token, bool isFloat) {
+  /// LPAREN (argument (',' argument)* ','?)? RPAREN    argument : (keyword=NAME '=')? expr
+  ExprPtr call(ExprPtr callee) {
+    auto node = std::make_unique<CallExpr>();
+    node->loc = callee->loc;
+    node->callee = std::move(callee);
+    take();
+    commaList(TgLexer::RPAREN, [&] {
+      if (at(TgLexer::NAME) && lookahead().type == literals_.assign) {
+        Token keyword = take();
+        take();
+        node->keywords.push_back({text(keyword), loc(keyword), expr()});
+        return;
+      }
+      if (!node->keywords.empty()) lineError(loc(current_), "positional argument after keyword argument");
+      node->args.push_back(expr());
+    });
+    return node;
+  }
+
+  /// `base[subscript, ...]`    subscript : expr slice? | slice    slice : ':' upper=expr? (':' step=expr?)?
+  ExprPtr index(ExprPtr base) {
+    auto node = make<IndexExpr>(take());
+    node->base = std::move(base);
+    do {
+      Subscript subscript;
+      subscript.loc = loc(current_);
+      ExprPtr start = at(literals_.colon) ? nullptr : expr();
+      if (accept(literals_.colon)) {
+        subscript.isRange = true;
+        subscript.start = std::move(start);
+        subscript.stop = atExpr() ? expr() : nullptr;
+        if (accept(literals_.colon)) subscript.step = atExpr() ? expr() : nullptr;
+      } else {
+        subscript.index = std::move(start);
+      }
+      node->subscripts.push_back(std::move(subscript));
+    } while (accept(literals_.comma));
+    expect(TgLexer::RBRACK);
+    return node;
+  }
+
+  ExprPtr number(const Token &token, bool isFloat) {
     auto node = make<NumberExpr>(token);
-    node->text = token->getText();
+    node->text = text(token);
     node->isFloat = isFloat;
     if (!isFloat) {
       node->intValue = integer(token).value_or(0);
       node->value = static_cast<double>(node->intValue);
       return node;
     }
-    const std::string &text = node->text;
-    if (std::from_chars(text.data(), text.data() + text.size(), node->value).ec != std::errc())
-      diags_.error(loc(token), "floating-point literal out of range");
+    const std::string &digits = node->text;
+    if (std::from_chars(digits.data(), digits.data() + digits.size(), node->value).ec != std::errc())
+      lineError(loc(token), "floating-point literal out of range");
     return node;
   }
 
   /// A STRING token's text between the quotes, with its escapes resolved.
-  ExprPtr stringLiteral(const antlr4::Token *token) {
+  ExprPtr stringLiteral(const Token &token) {
     auto node = make<StringExpr>(token);
-    std::string text = token->getText();
-    for (size_t i = 1; i + 1 < text.size(); ++i) {
-      if (text[i] != '\\') {
-        node->value += text[i];
+    std::string quoted = text(token);
+    for (size_t i = 1; i + 1 < quoted.size(); ++i) {
+      if (quoted[i] != '\\') {
+        node->value += quoted[i];
         continue;
       }
-      char escaped = text[++i];
+      char escaped = quoted[++i];
       switch (escaped) {
       case '"':
       case '\\':
@@ -539,24 +556,31 @@ private:
         node->value += '\t';
         break;
       default:
-        diags_.error(loc(token), "unknown escape sequence in string (known: \\\" \\\\ \\n \\t)");
+        lineError(loc(token), "unknown escape sequence in string (known: \\\" \\\\ \\n \\t)");
       }
     }
     return node;
   }
 
-  /// The value of an INT token, or nothing (and a diagnostic) when it does not fit in 64 bits.
-  std::optional<int64_t> integer(const antlr4::Token *token) {
-    std::string text = token->getText();
+  /// The value of an INT token, or nothing (and an error) when it does not fit in 64 bits.
+  std::optional<int64_t> integer(const Token &token) {
+    std::string digits = text(token);
     int64_t value = 0;
-    if (std::from_chars(text.data(), text.data() + text.size(), value).ec == std::errc()) return value;
-    diags_.error(loc(token), "integer literal out of range");
+    if (std::from_chars(digits.data(), digits.data() + digits.size(), value).ec == std::errc()) return value;
+    lineError(loc(token), "integer literal out of range");
     return std::nullopt;
   }
 
+  std::u32string_view text_;
+  Lexer lexer_;
+  Lexer beforeCurrent_; // the lexer as it was before it made current_
+  Token current_;
+  size_t lastEnd_ = 0; // where the last token taken ends
   std::shared_ptr<const std::string> file_;
   DiagnosticEngine &diags_;
-  int exprDepth_ = 0;
+  const LiteralTypes &literals_;
+  std::vector<ir::UserError> lineErrors_;
+  int depth_ = 0;
 };
 
 } // namespace
@@ -565,54 +589,18 @@ std::unique_ptr<Module> parseModule(std::string text, std::shared_ptr<const std:
                                     DiagnosticEngine &diags) {
   const std::string &source = diags.addSource(*file, std::move(text)); // one copy of a large file, not two
   unsigned errorsBefore = diags.errorCount();
-  // ANTLR's input stream throws on invalid UTF-8 without saying where: find the byte first.
   if (std::optional<size_t> offset = findInvalidUtf8(source)) {
-    diags.error(ir::locationOfOffset(source, *offset, file),
-                "invalid UTF-8 byte 0x" + hexDigits(source[*offset]));
+    char byte[4];
+    std::snprintf(byte, sizeof byte, "%02X", static_cast<unsigned char>(source[*offset]));
+    diags.error(ir::locationOfOffset(source, *offset, file), std::string("invalid UTF-8 byte 0x") + byte);
     return nullptr;
   }
   try {
-    SourceStream input(source);
-    Lexer lexer(input, input.codePoints()); // reports nothing: a character no rule takes is an ERROR_CHAR
-    antlr4::CommonTokenStream tokens(&lexer);
-    TgParser parser(&tokens);
-    DiagnosticListener listener(file, diags);
-    NestingLimit nestingLimit(parser, file);
-    parser.addParseListener(&nestingLimit);
-    // Line by line, each line's parse tree becomes AST and is freed before the next line is parsed. A line
-    // is parsed in ANTLR's SLL mode first, which is fast and gets every valid line of this grammar right; a
-    // line it stops on is parsed again in full LL mode with error recovery, which reports what is wrong.
-    auto *prediction = parser.getInterpreter<antlr4::atn::ParserATNSimulator>();
-    auto bail = std::make_shared<antlr4::BailErrorStrategy>();
-    auto readable = std::make_shared<ReadableErrorStrategy>();
-    auto fastMode = [&] {
-      prediction->setPredictionMode(antlr4::atn::PredictionMode::SLL);
-      parser.setErrorHandler(bail);
-      parser.removeErrorListeners();
-    };
-    fastMode();
-    AstBuilder builder(file, diags);
+    CodePointStream input(decodeWithoutComments(source));
     auto module = std::make_unique<Module>();
     module->file = file;
-    while (tokens.LA(1) != antlr4::Token::EOF) {
-      size_t before = tokens.index();
-      TgParser::LineContext *line;
-      try {
-        line = parser.line();
-      } catch (const antlr4::ParseCancellationException &) {
-        tokens.seek(before);
-        prediction->setPredictionMode(antlr4::atn::PredictionMode::LL);
-        parser.setErrorHandler(readable);
-        parser.addErrorListener(&listener);
-        line = parser.line();
-        fastMode();
-      }
-      TG_ASSERT(tokens.index() > before || tokens.LA(1) == antlr4::Token::EOF)
-          << "the parser made no progress";
-      // After an error, the rest is only parsed, for its syntax errors.
-      if (diags.errorCount() == errorsBefore) builder.addLine(*module, line);
-      parser.getTreeTracker().reset();
-    }
+    if (std::optional<Lexer> failed = Parser(input.codePoints(), file, diags).parse(*module))
+      reportSyntaxErrors(*failed, input, file, diags);
     return diags.errorCount() == errorsBefore ? std::move(module) : nullptr;
   } catch (const ir::UserError &error) {
     diags.report(error);

@@ -10,9 +10,10 @@
 namespace tg::frontend {
 
 /// Parses one .tg file named *file. Registers the source with diags, then reports every lexical and syntax
-/// error it finds (several per file, where ANTLR's recovery allows), invalid UTF-8 and out-of-range literals.
-/// Returns the module (empty for a file of blank and comment lines), or nullptr when this call reported any
-/// error: an AST is never built from a tree with errors. Bad input never throws or crashes.
+/// error it finds (several per file: from the first line with a syntax error on, ANTLR's recovery finds
+/// them), invalid UTF-8 and out-of-range literals. Returns the module (empty for a file of blank and comment
+/// lines), or nullptr when this call reported any error: an AST is never built from a tree with errors. Bad
+/// input never throws or crashes.
 std::unique_ptr<Module> parseModule(std::string source, std::shared_ptr<const std::string> file,
                                     DiagnosticEngine &diags);
 

@@ -1,5 +1,7 @@
 // The grammar of .tg scripts: the reference for the language of DESIGN.md ("The language"). C++ is generated
-// from it at build time (grammar/CMakeLists.txt); frontend/Parser.cpp turns its parse trees into the AST.
+// from it at build time (grammar/CMakeLists.txt). frontend/Lexer.cpp and frontend/Parser.cpp follow its rules by
+// hand, and are tested against the generated lexer and parser (tests/unit/LexerTest.cpp, ParserTest.cpp); the
+// generated parser reports the syntax errors (frontend/SyntaxErrors.cpp).
 grammar Tg;
 
 @lexer::members {
@@ -39,8 +41,8 @@ grammar Tg;
   }
 }
 
-// One line of a script: frontend/Parser.cpp parses a script line by line, so that after a syntax error
-// ANTLR's recovery resumes at the next line instead of abandoning the rest of the file.
+// One line of a script: scripts are parsed line by line, so that after a syntax error ANTLR's recovery resumes
+// at the next line instead of abandoning the rest of the file.
 line : statement? (NEWLINE | EOF) ;
 
 statement : importStmt | defStmt | inputStmt | paramStmt | letStmt | outputStmt | updateStmt ;

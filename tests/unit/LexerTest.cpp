@@ -4,22 +4,16 @@
 // and escapes, comments, line breaks inside and outside brackets, two-character operators, non-ASCII).
 #include "frontend/Lexer.h"
 
+#include "RepositoryScripts.h"
 #include "TgLexer.h"
 
-#include <filesystem>
-#include <fstream>
 #include <gtest/gtest.h>
 #include <random>
 #include <sstream>
 
 namespace {
 
-/// An input stream over UTF-8 text whose code points the hand-written lexer reads.
-class CodePointStream : public antlr4::ANTLRInputStream {
-public:
-  explicit CodePointStream(const std::string &text) : antlr4::ANTLRInputStream(text) {}
-  std::u32string_view codePoints() const { return _data; }
-};
+using tg::frontend::CodePointStream;
 
 /// "type 'text' line:column [start, stop]" of every token up to and including the end of the file.
 template <typename Source>
@@ -41,31 +35,17 @@ void expectSameTokens(const std::string &text, const std::string &what) {
   CodePointStream referenceInput(text), input(text);
   tg::grammar::TgLexer reference(&referenceInput);
   reference.removeErrorListeners();
-  tg::frontend::Lexer lexer(input, input.codePoints());
+  tg::frontend::AntlrTokenSource lexer(tg::frontend::Lexer(input.codePoints()), input);
   std::vector<std::string> want = tokens(reference), have = tokens(lexer);
   ASSERT_EQ(want, have) << what;
 }
 
 TEST(LexerTest, EveryScriptInTheRepositoryLexesAsTheGrammarSays) {
-  int scripts = 0;
-  for (const char *folder : {"examples", "stdlib", "tests"})
-    for (const auto &entry :
-         std::filesystem::recursive_directory_iterator(std::string(TGC_SOURCE_DIR) + "/" + folder)) {
-      if (entry.path().extension() != ".tg") continue;
-      std::ifstream file(entry.path(), std::ios::binary);
-      std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-      bool validUtf8 = true; // the few scripts of invalid UTF-8 never reach a lexer (frontend/Parser.cpp)
-      try {
-        CodePointStream probe(text);
-      } catch (const std::exception &) {
-        validUtf8 = false;
-      }
-      if (!validUtf8) continue;
-      expectSameTokens(text, entry.path().string());
-      ++scripts;
-    }
+  std::vector<std::pair<std::string, std::string>> scripts = tg::frontend::repositoryScripts();
+  for (const auto &[path, text] : scripts)
+    expectSameTokens(text, path);
   // A source tree has over a hundred; a bundle (tools/bundle.sh) has its examples and stdlib alone.
-  EXPECT_GE(scripts, 8);
+  EXPECT_GE(scripts.size(), 8u);
 }
 
 TEST(LexerTest, RandomTextLexesAsTheGrammarSays) {

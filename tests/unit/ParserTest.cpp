@@ -1,10 +1,16 @@
 // The parser and the AST printer: precedence, every statement and expression form, locations, and the
-// diagnostics for malformed scripts.
+// diagnostics for malformed scripts; and the hand-written parser against the reference, ANTLR's parser
+// generated from grammar/Tg.g4: the same lines accepted and the same trees, on every script in the repository
+// and on random scripts derived from the grammar, some with a token dropped, added or moved.
 #include "frontend/Parser.h"
 
+#include "RepositoryScripts.h"
+#include "TgParser.h"
 #include "frontend/AstPrinter.h"
 
 #include <gtest/gtest.h>
+#include <optional>
+#include <random>
 #include <sstream>
 
 namespace tg::frontend {
@@ -296,6 +302,349 @@ TEST(ParserTest, DefBlockNeedsItsOwnLines) {
             "t.tg:3:1: error: the body of 'f' must end with 'return EXPR'\n}\n^\n");
   EXPECT_EQ(errorsOf("def f(x) {\n  return x\n  let y = x\n}\n"),
             "t.tg:3:3: error: statement after the return of 'f'\n  let y = x\n  ^\n");
+}
+
+// ANTLR's parse trees, printed as printAst prints the AST (tests/unit/ParserTest.cpp's reference).
+
+using grammar::TgParser;
+
+std::string antlrExpr(TgParser::ExprContext *ctx);
+
+std::string antlrPrimary(TgParser::PrimaryContext *ctx) {
+  if (auto *call = dynamic_cast<TgParser::CallExprContext *>(ctx)) {
+    std::string text = "(call " + call->qualifiedName()->getText(), keywords;
+    for (TgParser::ArgumentContext *argument : call->argument())
+      if (argument->keyword)
+        keywords += " (kw " + argument->keyword->getText() + " " + antlrExpr(argument->expr()) + ")";
+      else
+        text += " " + antlrExpr(argument->expr());
+    return text + keywords + ")";
+  }
+  if (auto *list = dynamic_cast<TgParser::ListExprContext *>(ctx)) {
+    std::string text = "(list";
+    for (TgParser::ExprContext *element : list->expr())
+      text += " " + antlrExpr(element);
+    return text + ")";
+  }
+  if (auto *paren = dynamic_cast<TgParser::ParenExprContext *>(ctx)) return antlrExpr(paren->expr());
+  return ctx->getText(); // a name, member, number, boolean or string as written
+}
+
+std::string antlrExpr(TgParser::ExprContext *ctx) {
+  if (auto *primary = dynamic_cast<TgParser::PrimaryExprContext *>(ctx))
+    return antlrPrimary(primary->primary());
+  if (auto *binary = dynamic_cast<TgParser::BinaryExprContext *>(ctx))
+    return "(" + binary->op->getText() + " " + antlrExpr(binary->expr(0)) + " " + antlrExpr(binary->expr(1)) +
+           ")";
+  if (auto *unary = dynamic_cast<TgParser::UnaryExprContext *>(ctx)) {
+    std::string op = unary->op->getText();
+    return "(" + (op == "-" ? "neg" : op == "+" ? "pos" : op) + " " + antlrExpr(unary->expr()) + ")";
+  }
+  if (auto *pinned = dynamic_cast<TgParser::PinnedExprContext *>(ctx))
+    return "(@" + pinned->place->getText() + " " + antlrExpr(pinned->expr()) + ")";
+  auto *index = dynamic_cast<TgParser::IndexExprContext *>(ctx);
+  std::string text = "(index " + antlrExpr(index->expr());
+  for (TgParser::SubscriptContext *subscript : index->subscript()) {
+    TgParser::SliceContext *slice = subscript->slice();
+    if (!slice) {
+      text += " " + antlrExpr(subscript->expr());
+      continue;
+    }
+    auto optional = [](TgParser::ExprContext *part) { return part ? antlrExpr(part) : "_"; };
+    text += " (range " + optional(subscript->expr()) + " " + optional(slice->upper) +
+            (slice->step ? " " + antlrExpr(slice->step) : "") + ")";
+  }
+  return text + ")";
+}
+
+std::string antlrType(TgParser::TypeContext *ctx) {
+  std::string text = ctx->dtype->getText();
+  std::vector<TgParser::DimContext *> dims = ctx->dim();
+  for (size_t i = 0; i < dims.size(); ++i)
+    text += (i ? ", " : "[") + dims[i]->getText() + (i + 1 == dims.size() ? "]" : "");
+  return text;
+}
+
+std::string antlrLet(TgParser::LetStmtContext *ctx) {
+  std::vector<antlr4::tree::TerminalNode *> names = ctx->nameList()->NAME();
+  std::string joined;
+  for (antlr4::tree::TerminalNode *name : names)
+    joined += (joined.empty() ? "" : " ") + name->getText();
+  return "(let " + (names.size() == 1 ? joined : "(" + joined + ")") + " " + antlrExpr(ctx->expr()) + ")";
+}
+
+/// A statement as printAst prints it; each output's name is added to `outputNames`.
+std::string antlrStatement(TgParser::StatementContext *ctx, std::vector<std::string> &outputNames) {
+  if (auto *import = ctx->importStmt()) return "(import " + import->NAME()->getText() + ")";
+  if (auto *input = ctx->inputStmt())
+    return "(input " + input->NAME()->getText() + " " + antlrType(input->type()) + ")";
+  if (auto *param = ctx->paramStmt())
+    return "(param " + param->NAME()->getText() + " " + antlrType(param->type()) + " " +
+           antlrExpr(param->expr()) + ")";
+  if (auto *let = ctx->letStmt()) return antlrLet(let);
+  if (auto *update = ctx->updateStmt())
+    return "(update " + update->NAME()->getText() + " " + antlrExpr(update->expr()) + ")";
+  if (auto *output = ctx->outputStmt()) {
+    std::string text = "(output";
+    for (TgParser::ExprContext *value : output->expr()) {
+      text += " " + antlrExpr(value);
+      antlr4::misc::Interval span(value->getStart()->getStartIndex(), value->getStop()->getStopIndex());
+      outputNames.push_back(value->getStart()->getInputStream()->getText(span));
+    }
+    return text + ")";
+  }
+  TgParser::DefStmtContext *def = ctx->defStmt();
+  std::string params;
+  if (def->nameList())
+    for (antlr4::tree::TerminalNode *name : def->nameList()->NAME())
+      params += (params.empty() ? "" : " ") + name->getText();
+  std::string text = "(def " + def->NAME()->getText() + " (" + params + ")";
+  if (!def->defBlock()) return text + " " + antlrExpr(def->expr()) + ")";
+  std::vector<TgParser::BodyStmtContext *> body = def->defBlock()->bodyStmt();
+  const char *separator = body.size() > 1 ? "\n  " : " ";
+  for (TgParser::BodyStmtContext *stmt : body)
+    text += separator + (stmt->letStmt() ? antlrLet(stmt->letStmt()) : antlrExpr(stmt->expr()));
+  return text + ")";
+}
+
+/// What ANTLR's parser, in full LL mode and without error recovery, makes of a script: its statements as
+/// printAst prints them and the names of its outputs, or nothing when a line has a syntax error.
+std::optional<std::pair<std::string, std::vector<std::string>>> antlrParse(const std::string &text) {
+  CodePointStream input(text);
+  AntlrTokenSource source(Lexer(input.codePoints()), input);
+  antlr4::CommonTokenStream tokens(&source);
+  TgParser parser(&tokens);
+  parser.removeErrorListeners();
+  parser.setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
+  parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+      antlr4::atn::PredictionMode::LL);
+  std::string printed;
+  std::vector<std::string> outputNames;
+  try {
+    while (tokens.LA(1) != antlr4::Token::EOF)
+      if (TgParser::StatementContext *statement = parser.line()->statement())
+        printed += antlrStatement(statement, outputNames) + "\n";
+  } catch (const antlr4::ParseCancellationException &) {
+    return std::nullopt;
+  }
+  return std::make_pair(printed, outputNames);
+}
+
+/// Checks that parseModule accepts `text` when ANTLR's parser does (unless it reports an error the grammar
+/// cannot see), builds the same tree and names the outputs alike, and reports a syntax error otherwise.
+void expectSameParse(const std::string &text, const std::string &what) {
+  auto reference = antlrParse(text);
+  ParseResult result = parse(text);
+  if (!reference) {
+    EXPECT_EQ(result.module, nullptr) << what;
+    EXPECT_NE(result.diagnostics.find("error:"), std::string::npos) << what;
+    return;
+  }
+  if (!result.module) {
+    for (const char *beyondTheGrammar : {"out of range", "unknown placement", "positional argument after",
+                                         "after the return of", "must end with 'return", "unknown escape"})
+      if (result.diagnostics.find(beyondTheGrammar) != std::string::npos) return;
+    ADD_FAILURE() << what << ": ANTLR's parser accepts it, but\n" << result.diagnostics;
+    return;
+  }
+  EXPECT_EQ(printAst(*result.module), reference->first) << what;
+  std::vector<std::string> outputNames;
+  for (const StmtPtr &stmt : result.module->statements)
+    if (const auto *output = stmt->as<OutputStmt>())
+      for (const Identifier &name : output->names)
+        outputNames.push_back(name.name);
+  EXPECT_EQ(outputNames, reference->second) << what;
+}
+
+TEST(ParserTest, EveryScriptInTheRepositoryParsesAsTheGrammarSays) {
+  std::vector<std::pair<std::string, std::string>> scripts = repositoryScripts();
+  for (const auto &[path, text] : scripts)
+    expectSameParse(text, path);
+  EXPECT_GE(scripts.size(), 8u); // a bundle (tools/bundle.sh) has its examples and stdlib alone
+}
+
+/// Random scripts from the grammar's rules, as tokens.
+class RandomScript {
+public:
+  explicit RandomScript(std::mt19937 &random) : random_(random) {}
+
+  std::vector<std::string> tokens() {
+    tokens_.clear();
+    for (int statements = pick(6); statements > 0; --statements) {
+      statement();
+      emit(pick(4) == 0 ? " # note\n" : "\n");
+    }
+    return tokens_;
+  }
+
+private:
+  int pick(int n) { return std::uniform_int_distribution<int>(0, n - 1)(random_); }
+  void emit(std::string token) { tokens_.push_back(std::move(token)); }
+  template <size_t N>
+  void emitOne(const char *const (&choices)[N]) {
+    emit(choices[pick(N)]);
+  }
+  void name() { emitOne({"x", "y", "w", "b2", "_t", "relu", "sum", "f"}); }
+  void names() {
+    name();
+    for (int more = pick(3) == 0 ? pick(3) : 0; more > 0; --more)
+      emit(","), name();
+  }
+  /// A comma or, inside brackets, a comma and a line break that the lexer joins.
+  void separator() { emit(pick(6) == 0 ? ",\n  " : ","); }
+
+  void statement() {
+    switch (pick(8)) {
+    case 0:
+      emit("import"), name();
+      break;
+    case 1:
+      emit("input"), name(), emit(":"), type();
+      break;
+    case 2:
+      emit("param"), name(), emit(":"), type(), emit("="), expr(3);
+      break;
+    case 3:
+      emit("output"), expr(2);
+      for (int more = pick(3); more > 0; --more)
+        emit(","), expr(2);
+      break;
+    case 4:
+      emit("update"), name(), emit("="), expr(3);
+      break;
+    case 5:
+      emit("def"), name(), emit("(");
+      if (pick(2)) names();
+      emit(")");
+      if (pick(2)) {
+        emit("="), expr(3);
+        break;
+      }
+      emit("{"), emit("\n");
+      for (int lets = pick(3); lets > 0; --lets)
+        let(), emit("\n");
+      emit("return"), expr(3), emit("\n"), emit("}");
+      break;
+    default:
+      let();
+    }
+  }
+  void let() { emit("let"), names(), emit("="), expr(4); }
+  void type() {
+    emitOne({"f32", "f64", "i32", "bool"});
+    if (pick(2)) return;
+    emit("[");
+    for (int dims = 1 + pick(3); dims > 0; --dims) {
+      emitOne({"2", "n", "10", "k"});
+      if (dims > 1) emit(",");
+    }
+    emit("]");
+  }
+  void expr(int depth) {
+    switch (depth <= 0 ? pick(4) : pick(14)) {
+    case 0:
+      name();
+      if (pick(4) == 0) emit("."), name();
+      break;
+    case 1:
+      emitOne({"0", "3", "2.5", "1e-3", ".5", "7."});
+      break;
+    case 2:
+      emitOne({"true", "false", "\"a.npy\"", "\"q\\\"t\""});
+      break;
+    case 3:
+      name();
+      break;
+    case 4:
+    case 5:
+    case 6:
+      expr(depth - 1);
+      emitOne({"**", "*", "/", "%", "@", "+", "-", "<", "<=", ">", ">=", "==", "!=", "and", "or"});
+      expr(depth - 1);
+      break;
+    case 7:
+      emitOne({"-", "+", "not"}), expr(depth - 1);
+      break;
+    case 8:
+      emit("@"), emitOne({"host", "device"}), expr(depth - 1);
+      break;
+    case 9:
+      emit("("), expr(depth - 1), emit(")");
+      break;
+    case 10: {
+      name(), emit("(");
+      int positional = pick(3), keywords = pick(3) == 0 ? 1 + pick(2) : 0;
+      for (int i = 0; i < positional + keywords; ++i) {
+        if (i) separator();
+        if (i >= positional) name(), emit("=");
+        expr(depth - 1);
+      }
+      if (positional + keywords > 0 && pick(4) == 0) emit(",");
+      emit(")");
+      break;
+    }
+    case 11: {
+      emit("[");
+      int elements = pick(4);
+      for (int i = 0; i < elements; ++i) {
+        if (i) separator();
+        expr(depth - 1);
+      }
+      if (elements > 0 && pick(4) == 0) emit(",");
+      emit("]");
+      break;
+    }
+    default:
+      expr(depth - 1), emit("[");
+      for (int subscripts = 1 + pick(2); subscripts > 0; --subscripts) {
+        if (pick(2)) {
+          expr(depth - 2);
+        } else {
+          if (pick(2)) expr(depth - 2);
+          emit(":");
+          if (pick(2)) expr(depth - 2);
+          if (pick(2)) {
+            emit(":");
+            if (pick(2)) expr(depth - 2);
+          }
+        }
+        if (subscripts > 1) emit(",");
+      }
+      emit("]");
+    }
+  }
+
+  std::mt19937 &random_;
+  std::vector<std::string> tokens_;
+};
+
+TEST(ParserTest, RandomScriptsParseAsTheGrammarSays) {
+  std::mt19937 random(20261206);
+  RandomScript generate(random);
+  const std::vector<std::string> strays = {"(", ")",  "[", "]",   "{",   "}",      ",", ":", "=",  "-",
+                                           "*", "**", "@", "not", "let", "return", "x", "1", "\n", "$"};
+  for (int i = 0; i < 20000; ++i) {
+    std::vector<std::string> tokens = generate.tokens();
+    // Half the scripts stay valid; the others get a token dropped, a stray one added, or two swapped.
+    if (i % 2 && !tokens.empty()) {
+      size_t at = random() % tokens.size();
+      switch (random() % 3) {
+      case 0:
+        tokens.erase(tokens.begin() + at);
+        break;
+      case 1:
+        tokens.insert(tokens.begin() + at, strays[random() % strays.size()]);
+        break;
+      default:
+        std::swap(tokens[at], tokens[random() % tokens.size()]);
+      }
+    }
+    std::string text;
+    for (const std::string &token : tokens)
+      text += (text.empty() || text.back() == '\n' ? "" : " ") + token;
+    expectSameParse(text, "random script " + std::to_string(i) + ":\n" + text);
+    if (HasFailure()) return;
+  }
 }
 
 } // namespace

@@ -1,6 +1,48 @@
 #include "opt/ConstantFold.h"
 
+#include <cstdint>
+#include <cstring>
+#include <deque>
+
 namespace tg::opt {
+namespace {
+
+/// The constant behind `value` when it is `broadcast_to(constant)`, else nullptr.
+const ir::Value *broadcastConstant(const ir::Value *value) {
+  ir::Node *owner = RewriteContext::producer(value, ir::OpKind::BroadcastTo);
+  return owner && owner->input(0)->isConstant() ? owner->input(0) : nullptr;
+}
+
+/// The element count of the operands' shapes broadcast together.
+int64_t broadcastCount(const std::vector<const ir::TensorData *> &operands) {
+  std::vector<int64_t> shape;
+  for (const ir::TensorData *operand : operands) {
+    const std::vector<int64_t> &dims = operand->shape;
+    if (dims.size() > shape.size()) shape.insert(shape.begin(), dims.size() - shape.size(), 1);
+    for (size_t i = 0; i < dims.size(); ++i) {
+      int64_t &size = shape[shape.size() - dims.size() + i];
+      if (size == 1) size = dims[i];
+    }
+  }
+  int64_t count = 1;
+  for (int64_t size : shape)
+    count *= size;
+  return count;
+}
+
+/// The 0-d array of the value every element of `data` has (bit for bit), when it has more than one element
+/// and they are all equal.
+std::optional<ir::TensorData> uniformScalar(const ir::TensorData &data) {
+  if (data.numElements() < 2) return std::nullopt;
+  size_t size = data.bytes.size() / data.numElements();
+  for (size_t at = size; at < data.bytes.size(); at += size)
+    if (std::memcmp(&data.bytes[at], data.bytes.data(), size) != 0) return std::nullopt;
+  ir::TensorData scalar(data.dtype, {});
+  std::memcpy(scalar.bytes.data(), data.bytes.data(), size);
+  return scalar;
+}
+
+} // namespace
 
 RewriteRule constantFoldRule() {
   std::vector<ir::OpKind> kinds;
@@ -8,21 +50,42 @@ RewriteRule constantFoldRule() {
 #include "ir/Ops.def"
   return {"op(constants) -> constant", kinds, [](RewriteContext &context, ir::Node *node) -> ir::Value * {
             if (!context.evaluate) return nullptr;
+            // A broadcast constant stays one: folding it would repeat one value in memory.
+            if (node->op().kind() == ir::OpKind::BroadcastTo) return nullptr;
+            bool elementwise = ir::opInfo(node->op().kind()).fusion == ir::FusionKind::Elementwise;
             std::vector<const ir::TensorData *> operands;
-            for (const ir::Value *input : node->inputs()) {
-              if (!input->isConstant()) return nullptr;
-              operands.push_back(&input->constant());
-            }
-            std::optional<int64_t> count = node->output()->type().staticNumElements();
-            if (!count || *count > context.foldLimit) return nullptr;
-            std::optional<ir::TensorData> folded;
+            std::deque<ir::TensorData> broadcast; // the broadcast operands of an op that is not elementwise
             try {
-              folded = (*context.evaluate)(node->op(), operands);
+              for (const ir::Value *input : node->inputs()) {
+                if (input->isConstant()) {
+                  operands.push_back(&input->constant());
+                } else if (const ir::Value *constant = broadcastConstant(input)) {
+                  // An elementwise op computes on the constant and broadcasts its result instead.
+                  if (elementwise) {
+                    operands.push_back(&constant->constant());
+                    continue;
+                  }
+                  if (input->type().staticNumElements().value_or(INT64_MAX) > context.foldLimit)
+                    return nullptr;
+                  std::optional<ir::TensorData> expanded =
+                      (*context.evaluate)(input->owner()->op(), {&constant->constant()});
+                  if (!expanded) return nullptr;
+                  operands.push_back(&broadcast.emplace_back(std::move(*expanded)));
+                } else {
+                  return nullptr;
+                }
+              }
+              std::optional<int64_t> count = node->output()->type().staticNumElements();
+              if (!count || (elementwise ? broadcastCount(operands) : *count) > context.foldLimit)
+                return nullptr;
+              std::optional<ir::TensorData> folded = (*context.evaluate)(node->op(), operands);
+              if (!folded) return nullptr;
+              // A result of one repeated value is kept as that value, broadcast.
+              if (std::optional<ir::TensorData> scalar = uniformScalar(*folded)) folded = std::move(scalar);
+              return context.broadcastLike(node, context.graph.addConstant(std::move(*folded)));
             } catch (const ir::UserError &) {
               return nullptr;
             }
-            if (!folded) return nullptr;
-            return context.graph.addConstant(std::move(*folded));
           }};
 }
 

@@ -13,6 +13,7 @@ ir::Value *RewriteContext::constant(double value, ir::DType dtype) {
 }
 
 std::optional<double> RewriteContext::uniformValue(const ir::Value *value) {
+  if (ir::Node *broadcast = producer(value, ir::OpKind::BroadcastTo)) value = broadcast->input(0);
   if (!value->isConstant()) return std::nullopt;
   const ir::TensorData &data = value->constant();
   if (data.numElements() == 0) return std::nullopt;

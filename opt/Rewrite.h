@@ -52,7 +52,7 @@ public:
   ir::Value *make(ir::OpKind kind, std::vector<ir::Value *> inputs, ir::OpAttrs attrs = {});
   /// A 0-d constant of `dtype`.
   ir::Value *constant(double value, ir::DType dtype);
-  /// The value every element of a constant has, if they are all equal.
+  /// The value every element of a constant (or of a broadcast constant) has, if they are all equal.
   static std::optional<double> uniformValue(const ir::Value *value);
   static bool isConstantEqualTo(const ir::Value *value, double expected);
   /// `value` if it can replace `node`'s output as it is (same dtype and shape), else nullptr.

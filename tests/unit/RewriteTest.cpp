@@ -25,6 +25,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 namespace tg {
 namespace {
@@ -541,6 +542,65 @@ TEST(RewriteTest, ATenThousandNodeChainOptimizes) {
   ir::TensorData result = executor.run({runtime::Tensor::fromData(data)})[0].toData();
   for (int k = 0; k < 3; ++k)
     EXPECT_EQ(result.get(k), 2000 + 0.5 * k);
+}
+
+/// Every constant a node of `graph` reads.
+std::vector<const Value *> constantsRead(ir::Graph &graph) {
+  std::vector<const Value *> constants;
+  for (const ir::Node *node : graph.toposort())
+    for (const Value *input : node->inputs())
+      if (input->isConstant()) constants.push_back(input);
+  return constants;
+}
+
+TEST(RewriteTest, ConstantsOfOneRepeatedValueFoldAsScalars) {
+  // The gradient of the chain a(k) = a(k-1) * c + x over 65,536 elements: broadcast ones times c, 2,000
+  // times over, summed. Folded element by element, that was 2,000 constants of 256 KB (3 s, 1 GB).
+  const int lets = 2000;
+  const double c = 1.0001;
+  std::string script = "input x : f32[65536]\nlet a0 = x\n";
+  for (int k = 1; k <= lets; ++k)
+    script += "let a" + std::to_string(k) + " = a" + std::to_string(k - 1) + " * 1.0001 + x\n";
+  script += "let g = grad(sum(a" + std::to_string(lets) + "), x)\noutput g\n";
+  std::unique_ptr<ir::Program> program = compile(script);
+  ASSERT_TRUE(program);
+  optimize(*program);
+  ir::Graph &graph = program->graph;
+  const ir::Node *broadcast = graph.outputs()[0]->owner();
+  ASSERT_TRUE(broadcast && broadcast->op().kind() == OpKind::BroadcastTo) << ir::printIr(graph);
+  ASSERT_TRUE(broadcast->input(0)->isConstant());
+  const ir::TensorData &value = broadcast->input(0)->constant();
+  ASSERT_EQ(value.numElements(), 1);
+  double expected = (std::pow(c, lets + 1) - 1) / (c - 1); // 1 + c + ... + c^lets, summed in f32 above
+  EXPECT_NEAR(value.get(0), expected, expected * 1e-4);
+  for (const Value *constant : constantsRead(graph))
+    EXPECT_LE(constant->constant().numElements(), 1);
+}
+
+TEST(RewriteTest, ConstantsOfOneRepeatedValueStayBroadcast) {
+  std::unique_ptr<ir::Program> program = compile("let r = reshape(ones([3, 4]) * 2.0, [12])\n"
+                                                 "let t = arange(4) * 2\n"
+                                                 "let u = transpose(full([2, 3], 5.0)) + 1.0\n"
+                                                 "output r, t, u\n");
+  ASSERT_TRUE(program);
+  optimize(*program);
+  ir::Graph &graph = program->graph;
+  // A shape op on a broadcast constant folds (spelled out, then found to be one value), an elementwise op
+  // computes on the scalar; a constant of several values stays as it is.
+  for (auto [index, value, shape] : {std::tuple<size_t, double, std::vector<int64_t>>{0, 2.0, {12}},
+                                     std::tuple<size_t, double, std::vector<int64_t>>{2, 6.0, {3, 2}}}) {
+    const ir::Node *broadcast = graph.outputs()[index]->owner();
+    ASSERT_TRUE(broadcast && broadcast->op().kind() == OpKind::BroadcastTo) << ir::printIr(graph);
+    EXPECT_EQ(broadcast->op().attrs().shape, shape);
+    ASSERT_TRUE(broadcast->input(0)->isConstant());
+    EXPECT_EQ(broadcast->input(0)->constant().numElements(), 1);
+    EXPECT_EQ(broadcast->input(0)->constant().get(0), value);
+  }
+  const Value *t = graph.outputs()[1];
+  ASSERT_TRUE(t->isConstant()) << ir::printIr(graph);
+  EXPECT_EQ(t->constant().shape, std::vector<int64_t>{4});
+  for (int k = 0; k < 4; ++k)
+    EXPECT_EQ(t->constant().get(k), 2 * k);
 }
 
 } // namespace

@@ -161,17 +161,22 @@ SourceLoc tokenLoc(const antlr4::Token *token, std::shared_ptr<const std::string
           static_cast<int>(token->getCharPositionInLine()) + 1};
 }
 
-/// Stops the parse when rules nest too deeply (deep parentheses, long chains of prefix operators): ANTLR's
-/// parser recurses once per rule, and must not run out of stack.
+/// Stops the parse when expressions nest deeper than frontend/Parser.cpp lets them: each expr rule entered,
+/// including each operator of a chain (ANTLR enters a context per operator of a left-recursive rule), is a
+/// level, as there. ANTLR's parser recurses once per rule, at most three rules per level (expr, primary,
+/// argument), and must not run out of stack.
 class NestingLimit : public antlr4::tree::ParseTreeListener {
 public:
   NestingLimit(antlr4::Parser &parser, std::shared_ptr<const std::string> file)
       : parser_(parser), file_(std::move(file)) {}
 
-  void enterEveryRule(antlr4::ParserRuleContext *) override {
-    if (++depth_ > kMaxNesting) throw tooDeeplyNested(tokenLoc(parser_.getCurrentToken(), file_));
+  void enterEveryRule(antlr4::ParserRuleContext *ctx) override {
+    if (ctx->getRuleIndex() == TgParser::RuleExpr && ++depth_ > kMaxNesting)
+      throw tooDeeplyNested(tokenLoc(parser_.getCurrentToken(), file_));
   }
-  void exitEveryRule(antlr4::ParserRuleContext *) override { --depth_; }
+  void exitEveryRule(antlr4::ParserRuleContext *ctx) override {
+    if (ctx->getRuleIndex() == TgParser::RuleExpr) --depth_;
+  }
   void visitTerminal(antlr4::tree::TerminalNode *) override {}
   void visitErrorNode(antlr4::tree::ErrorNode *) override {}
 

@@ -7,6 +7,7 @@
 #include "RepositoryScripts.h"
 #include "TgParser.h"
 #include "frontend/AstPrinter.h"
+#include "frontend/SyntaxErrors.h"
 
 #include <gtest/gtest.h>
 #include <optional>
@@ -294,6 +295,27 @@ TEST(ParserTest, DeepNestingIsAnErrorNotACrash) {
     longSum += "+1";
   EXPECT_NE(errorsOf(longSum).find("too deeply nested"), std::string::npos);
   EXPECT_EQ(dumpExpr(std::string(100, '(') + "1" + std::string(100, ')')), "1");
+}
+
+TEST(ParserTest, NestingAfterASyntaxErrorIsLimitedAlike) {
+  // After a syntax error, ANTLR's parser reads the rest of the file; it allows the nesting the hand-written
+  // parser allows (each level is three of its rules here: expr, primary, argument), and no more.
+  auto nestedCalls = [](int depth) {
+    std::string text;
+    for (int i = 0; i < depth; ++i)
+      text += "f(";
+    return text + "1" + std::string(depth, ')');
+  };
+  EXPECT_NE(errorsOf("let a = " + nestedCalls(kMaxNesting) + "\n")
+                .find("t.tg:1:2009: error: expression too deeply"),
+            std::string::npos);
+  ParseResult result = parse("let a = (1\nlet b = " + nestedCalls(kMaxNesting - 1) + "\nlet c = (2\n");
+  EXPECT_EQ(result.errors, 2u) << result.diagnostics;
+  EXPECT_NE(result.diagnostics.find("t.tg:3:11: error: missing ')'"), std::string::npos)
+      << result.diagnostics;
+  result = parse("let a = (1\nlet b = " + nestedCalls(kMaxNesting) + "\n");
+  EXPECT_NE(result.diagnostics.find("t.tg:2:2009: error: expression too deeply"), std::string::npos)
+      << result.diagnostics;
 }
 
 TEST(ParserTest, DefBlockNeedsItsOwnLines) {

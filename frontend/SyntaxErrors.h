@@ -10,9 +10,9 @@
 
 namespace tg::frontend {
 
-/// How deep expressions may nest, in either parser and in the AST (each operator of a chain counts as a
-/// level): the parsers and every later pass over the AST recurse once per level, and must not run out of
-/// stack.
+/// How deep expressions may nest: in the AST that frontend/Parser.cpp builds, where each operator of a chain
+/// counts as a level, and in ANTLR's parser, which reads a chain without recursing. The parsers and every
+/// later pass over the AST recurse once per level, and must not run out of stack.
 constexpr int kMaxNesting = 1000;
 
 /// The error for an expression nested deeper than kMaxNesting, at `loc`.

@@ -7,27 +7,18 @@
 namespace tg::opt {
 namespace {
 
-/// The constant behind `value` when it is `broadcast_to(constant)`, else nullptr.
-const ir::Value *broadcastConstant(const ir::Value *value) {
-  ir::Node *owner = RewriteContext::producer(value, ir::OpKind::BroadcastTo);
-  return owner && owner->input(0)->isConstant() ? owner->input(0) : nullptr;
-}
-
-/// The element count of the operands' shapes broadcast together.
-int64_t broadcastCount(const std::vector<const ir::TensorData *> &operands) {
-  std::vector<int64_t> shape;
+/// The element count of the operands' shapes broadcast together, or nothing when they do not broadcast.
+std::optional<int64_t> broadcastCount(const std::vector<const ir::TensorData *> &operands) {
+  ir::TensorType broadcast;
   for (const ir::TensorData *operand : operands) {
-    const std::vector<int64_t> &dims = operand->shape;
-    if (dims.size() > shape.size()) shape.insert(shape.begin(), dims.size() - shape.size(), 1);
-    for (size_t i = 0; i < dims.size(); ++i) {
-      int64_t &size = shape[shape.size() - dims.size() + i];
-      if (size == 1) size = dims[i];
-    }
+    ir::Shape shape;
+    for (int64_t size : operand->shape)
+      shape.push_back(ir::Dim::of(size));
+    std::optional<ir::Shape> joined = ir::broadcastShapes(broadcast.shape, shape);
+    if (!joined) return std::nullopt;
+    broadcast.shape = std::move(*joined);
   }
-  int64_t count = 1;
-  for (int64_t size : shape)
-    count *= size;
-  return count;
+  return broadcast.staticNumElements();
 }
 
 /// The 0-d array of the value every element of `data` has (bit for bit), when it has more than one element
@@ -59,7 +50,7 @@ RewriteRule constantFoldRule() {
               for (const ir::Value *input : node->inputs()) {
                 if (input->isConstant()) {
                   operands.push_back(&input->constant());
-                } else if (const ir::Value *constant = broadcastConstant(input)) {
+                } else if (const ir::Value *constant = RewriteContext::broadcastConstant(input)) {
                   // An elementwise op computes on the constant and broadcasts its result instead.
                   if (elementwise) {
                     operands.push_back(&constant->constant());
@@ -75,9 +66,9 @@ RewriteRule constantFoldRule() {
                   return nullptr;
                 }
               }
-              std::optional<int64_t> count = node->output()->type().staticNumElements();
-              if (!count || (elementwise ? broadcastCount(operands) : *count) > context.foldLimit)
-                return nullptr;
+              std::optional<int64_t> count =
+                  elementwise ? broadcastCount(operands) : node->output()->type().staticNumElements();
+              if (!count || *count > context.foldLimit) return nullptr;
               std::optional<ir::TensorData> folded = (*context.evaluate)(node->op(), operands);
               if (!folded) return nullptr;
               // A result of one repeated value is kept as that value, broadcast.

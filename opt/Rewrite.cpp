@@ -13,7 +13,7 @@ ir::Value *RewriteContext::constant(double value, ir::DType dtype) {
 }
 
 std::optional<double> RewriteContext::uniformValue(const ir::Value *value) {
-  if (ir::Node *broadcast = producer(value, ir::OpKind::BroadcastTo)) value = broadcast->input(0);
+  if (const ir::Value *constant = broadcastConstant(value)) value = constant;
   if (!value->isConstant()) return std::nullopt;
   const ir::TensorData &data = value->constant();
   if (data.numElements() == 0) return std::nullopt;
@@ -21,6 +21,11 @@ std::optional<double> RewriteContext::uniformValue(const ir::Value *value) {
   for (int64_t i = 1; i < data.numElements(); ++i)
     if (data.get(i) != first) return std::nullopt;
   return first;
+}
+
+const ir::Value *RewriteContext::broadcastConstant(const ir::Value *value) {
+  ir::Node *broadcast = producer(value, ir::OpKind::BroadcastTo);
+  return broadcast && broadcast->input(0)->isConstant() ? broadcast->input(0) : nullptr;
 }
 
 bool RewriteContext::isConstantEqualTo(const ir::Value *value, double expected) {

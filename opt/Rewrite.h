@@ -54,6 +54,9 @@ public:
   ir::Value *constant(double value, ir::DType dtype);
   /// The value every element of a constant (or of a broadcast constant) has, if they are all equal.
   static std::optional<double> uniformValue(const ir::Value *value);
+  /// The constant that `value` broadcasts, when it is `broadcast_to(constant)` (how constant folding keeps a
+  /// tensor of one repeated value), else nullptr.
+  static const ir::Value *broadcastConstant(const ir::Value *value);
   static bool isConstantEqualTo(const ir::Value *value, double expected);
   /// `value` if it can replace `node`'s output as it is (same dtype and shape), else nullptr.
   static ir::Value *ifSameType(const ir::Node *node, ir::Value *value);

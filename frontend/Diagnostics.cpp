@@ -1,8 +1,15 @@
 #include "frontend/Diagnostics.h"
 
+#include <cstdio>
 #include <sstream>
 
 namespace tg::frontend {
+
+std::string hexDigits(unsigned char byte) {
+  char buffer[4];
+  std::snprintf(buffer, sizeof buffer, "%02X", byte);
+  return buffer;
+}
 
 const std::string &DiagnosticEngine::addSource(const std::string &file, std::string text) {
   return sources_[file] = std::move(text);

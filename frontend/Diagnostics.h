@@ -12,6 +12,9 @@ namespace tg::frontend {
 
 using ir::SourceLoc;
 
+/// "FF" for the byte 0xff: how messages name a byte.
+std::string hexDigits(unsigned char byte);
+
 class DiagnosticEngine {
 public:
   explicit DiagnosticEngine(std::ostream &out) : out_(out) {}

@@ -15,7 +15,6 @@
 
 #include <array>
 #include <charconv>
-#include <cstdio>
 #include <optional>
 
 namespace tg::frontend {
@@ -590,9 +589,8 @@ std::unique_ptr<Module> parseModule(std::string text, std::shared_ptr<const std:
   const std::string &source = diags.addSource(*file, std::move(text)); // one copy of a large file, not two
   unsigned errorsBefore = diags.errorCount();
   if (std::optional<size_t> offset = findInvalidUtf8(source)) {
-    char byte[4];
-    std::snprintf(byte, sizeof byte, "%02X", static_cast<unsigned char>(source[*offset]));
-    diags.error(ir::locationOfOffset(source, *offset, file), std::string("invalid UTF-8 byte 0x") + byte);
+    diags.error(ir::locationOfOffset(source, *offset, file),
+                "invalid UTF-8 byte 0x" + hexDigits(source[*offset]));
     return nullptr;
   }
   try {

@@ -6,20 +6,12 @@
 #include "TgParser.h"
 #include "ir/Assert.h"
 
-#include <cstdio>
 #include <optional>
 
 namespace tg::frontend {
 namespace {
 
 using grammar::TgParser;
-
-/// "FF" for the byte 0xff.
-std::string hexDigits(unsigned char byte) {
-  char buffer[4];
-  std::snprintf(buffer, sizeof buffer, "%02X", byte);
-  return buffer;
-}
 
 bool isLineEnd(const antlr4::Token *token) {
   return token->getType() == TgParser::NEWLINE || token->getType() == antlr4::Token::EOF;

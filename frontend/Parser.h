@@ -1,4 +1,5 @@
-// The parser: .tg source text to the AST of frontend/Ast.h, with every syntax error reported as a diagnostic.
+// The parser: .tg source text to the AST of frontend/Ast.h, by ANTLR's parser of grammar/Tg.g4, with every
+// syntax error reported as a diagnostic.
 #pragma once
 
 #include "frontend/Ast.h"
@@ -8,6 +9,10 @@
 #include <string>
 
 namespace tg::frontend {
+
+/// How deep expressions may nest, each operator of a chain counting as a level: the parser and every later
+/// pass over the AST recurse once per level, and must not run out of stack.
+constexpr int kMaxNesting = 1000;
 
 /// Parses one .tg file named *file. Registers the source with diags, then reports every lexical and syntax
 /// error it finds (several per file: from the first line with a syntax error on, ANTLR's recovery finds

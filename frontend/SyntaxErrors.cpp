@@ -1,10 +1,8 @@
-// ANTLR's parser of grammar/Tg.g4 over a script that frontend/Parser.cpp found a syntax error in: it reports
-// every syntax error from that line on, with short messages that name the offending token in place of ANTLR's
-// token sets, resuming at the next line after each.
+// How ANTLR's parser of grammar/Tg.g4 reports syntax errors: short messages that name the offending token in
+// place of ANTLR's token sets, the first error of each line only, resuming at the next line.
 #include "frontend/SyntaxErrors.h"
 
 #include "TgParser.h"
-#include "ir/Assert.h"
 
 #include <optional>
 
@@ -86,147 +84,52 @@ std::string syntaxErrorMessage(const antlr4::Token *token, const antlr4::misc::I
   return "unexpected " + found;
 }
 
-/// ANTLR's error recovery, with short messages ("expected ':', found 'f32'", "unexpected ')'", "missing ')'
-/// before end of line") in place of its "extraneous input 'x' expecting {...}" with whole token sets, and
-/// resuming at the end of the line at the latest.
-class ReadableErrorStrategy : public antlr4::DefaultErrorStrategy {
-protected:
-  void reportNoViableAlternative(antlr4::Parser *parser, const antlr4::NoViableAltException &e) override {
-    report(parser, e.getOffendingToken(), e.getExpectedTokens());
-  }
-  void reportInputMismatch(antlr4::Parser *parser, const antlr4::InputMismatchException &e) override {
-    report(parser, e.getOffendingToken(), e.getExpectedTokens());
-  }
-  void reportMissingToken(antlr4::Parser *parser) override {
-    if (inErrorRecoveryMode(parser)) return;
-    beginErrorCondition(parser);
-    report(parser, parser->getCurrentToken(), getExpectedTokens(parser));
-  }
-  void reportUnwantedToken(antlr4::Parser *parser) override {
-    if (inErrorRecoveryMode(parser)) return;
-    beginErrorCondition(parser);
-    antlr4::Token *token = parser->getCurrentToken();
-    // An extra token is just unexpected, but a line cannot end too soon without something missing.
-    if (isLineEnd(token))
-      report(parser, token, getExpectedTokens(parser));
-    else
-      parser->notifyErrorListeners(token, lexicalError(token).value_or("unexpected " + describeToken(token)),
-                                   nullptr);
-  }
-  antlr4::misc::IntervalSet getErrorRecoverySet(antlr4::Parser *parser) override {
-    antlr4::misc::IntervalSet set = DefaultErrorStrategy::getErrorRecoverySet(parser);
-    set.add(static_cast<ssize_t>(TgParser::NEWLINE));
-    return set;
-  }
-
-private:
-  static void report(antlr4::Parser *parser, antlr4::Token *token,
-                     const antlr4::misc::IntervalSet &expected) {
-    parser->notifyErrorListeners(token, syntaxErrorMessage(token, expected, parser->getVocabulary()),
-                                 nullptr);
-  }
-};
-
-/// Sends the lexer's and the parser's errors to the diagnostics, with 1-based columns. Only the first error
-/// of a line is reported: the others on it are mostly echoes of the first, left by ANTLR's recovery.
-class DiagnosticListener : public antlr4::BaseErrorListener {
-public:
-  DiagnosticListener(std::shared_ptr<const std::string> file, DiagnosticEngine &diags)
-      : file_(std::move(file)), diags_(diags) {}
-
-  void syntaxError(antlr4::Recognizer *, antlr4::Token *, size_t line, size_t column,
-                   const std::string &message, std::exception_ptr) override {
-    if (line == lastErrorLine_) return;
-    lastErrorLine_ = line;
-    diags_.error({file_, static_cast<int>(line), static_cast<int>(column) + 1}, message);
-  }
-
-private:
-  std::shared_ptr<const std::string> file_;
-  DiagnosticEngine &diags_;
-  size_t lastErrorLine_ = 0;
-};
-
-/// The 1-based location of a token (ANTLR's columns are 0-based).
-SourceLoc tokenLoc(const antlr4::Token *token, std::shared_ptr<const std::string> file) {
-  return {std::move(file), static_cast<int>(token->getLine()),
-          static_cast<int>(token->getCharPositionInLine()) + 1};
+void report(antlr4::Parser *parser, antlr4::Token *token, const antlr4::misc::IntervalSet &expected) {
+  parser->notifyErrorListeners(token, syntaxErrorMessage(token, expected, parser->getVocabulary()), nullptr);
 }
-
-/// Stops the parse when expressions nest deeper than frontend/Parser.cpp lets them: each expr rule entered,
-/// including each operator of a chain (ANTLR enters a context per operator of a left-recursive rule), is a
-/// level, as there. ANTLR's parser recurses once per rule, at most three rules per level (expr, primary,
-/// argument), and must not run out of stack.
-class NestingLimit : public antlr4::tree::ParseTreeListener {
-public:
-  NestingLimit(antlr4::Parser &parser, std::shared_ptr<const std::string> file)
-      : parser_(parser), file_(std::move(file)) {}
-
-  void enterEveryRule(antlr4::ParserRuleContext *ctx) override {
-    if (ctx->getRuleIndex() == TgParser::RuleExpr && ++depth_ > kMaxNesting)
-      throw tooDeeplyNested(tokenLoc(parser_.getCurrentToken(), file_));
-  }
-  void exitEveryRule(antlr4::ParserRuleContext *ctx) override {
-    if (ctx->getRuleIndex() == TgParser::RuleExpr) --depth_;
-  }
-  void visitTerminal(antlr4::tree::TerminalNode *) override {}
-  void visitErrorNode(antlr4::tree::ErrorNode *) override {}
-
-private:
-  antlr4::Parser &parser_;
-  std::shared_ptr<const std::string> file_;
-  int depth_ = 0;
-};
 
 } // namespace
 
-ir::UserError tooDeeplyNested(SourceLoc loc) {
-  return ir::UserError("expression too deeply nested or too long", std::move(loc));
+void ReadableErrorStrategy::reportNoViableAlternative(antlr4::Parser *parser,
+                                                      const antlr4::NoViableAltException &e) {
+  report(parser, e.getOffendingToken(), e.getExpectedTokens());
 }
 
-void reportSyntaxErrors(Lexer lexer, CodePointStream &input, std::shared_ptr<const std::string> file,
-                        DiagnosticEngine &diags) {
-  unsigned errorsBefore = diags.errorCount();
-  size_t firstLine = lexer.line();
-  AntlrTokenSource source(lexer, input);
-  antlr4::CommonTokenStream tokens(&source);
-  TgParser parser(&tokens);
-  DiagnosticListener listener(file, diags);
-  NestingLimit nestingLimit(parser, file);
-  parser.addParseListener(&nestingLimit);
-  // Line by line, as frontend/Parser.cpp parses: each line in ANTLR's SLL mode first, which is fast and gets
-  // every valid line of this grammar right; a line it stops on is parsed again in full LL mode with error
-  // recovery, which reports what is wrong.
-  auto *prediction = parser.getInterpreter<antlr4::atn::ParserATNSimulator>();
-  auto bail = std::make_shared<antlr4::BailErrorStrategy>();
-  auto readable = std::make_shared<ReadableErrorStrategy>();
-  auto fastMode = [&] {
-    prediction->setPredictionMode(antlr4::atn::PredictionMode::SLL);
-    parser.setErrorHandler(bail);
-    parser.removeErrorListeners();
-  };
-  fastMode();
-  bool firstLineParsed = false;
-  while (tokens.LA(1) != antlr4::Token::EOF) {
-    size_t before = tokens.index();
-    try {
-      parser.line();
-    } catch (const antlr4::ParseCancellationException &) {
-      tokens.seek(before);
-      prediction->setPredictionMode(antlr4::atn::PredictionMode::LL);
-      parser.setErrorHandler(readable);
-      parser.addErrorListener(&listener);
-      parser.line();
-      fastMode();
-    }
-    TG_ASSERT(tokens.index() > before || tokens.LA(1) == antlr4::Token::EOF) << "the parser made no progress";
-    parser.getTreeTracker().reset();
-    if (!firstLineParsed) {
-      firstLineParsed = true;
-      TG_ASSERT(diags.errorCount() > errorsBefore)
-          << "frontend/Parser.cpp rejected line " << firstLine << ", which the grammar accepts";
-    }
-  }
+void ReadableErrorStrategy::reportInputMismatch(antlr4::Parser *parser,
+                                                const antlr4::InputMismatchException &e) {
+  report(parser, e.getOffendingToken(), e.getExpectedTokens());
+}
+
+void ReadableErrorStrategy::reportMissingToken(antlr4::Parser *parser) {
+  if (inErrorRecoveryMode(parser)) return;
+  beginErrorCondition(parser);
+  report(parser, parser->getCurrentToken(), getExpectedTokens(parser));
+}
+
+void ReadableErrorStrategy::reportUnwantedToken(antlr4::Parser *parser) {
+  if (inErrorRecoveryMode(parser)) return;
+  beginErrorCondition(parser);
+  antlr4::Token *token = parser->getCurrentToken();
+  // An extra token is just unexpected, but a line cannot end too soon without something missing.
+  if (isLineEnd(token))
+    report(parser, token, getExpectedTokens(parser));
+  else
+    parser->notifyErrorListeners(token, lexicalError(token).value_or("unexpected " + describeToken(token)),
+                                 nullptr);
+}
+
+antlr4::misc::IntervalSet ReadableErrorStrategy::getErrorRecoverySet(antlr4::Parser *parser) {
+  antlr4::misc::IntervalSet set = DefaultErrorStrategy::getErrorRecoverySet(parser);
+  set.add(static_cast<ssize_t>(TgParser::NEWLINE));
+  return set;
+}
+
+void DiagnosticListener::syntaxError(antlr4::Recognizer *, antlr4::Token *, size_t line, size_t column,
+                                     const std::string &message, std::exception_ptr) {
+  ++errors_;
+  if (line == lastErrorLine_) return;
+  lastErrorLine_ = line;
+  diags_.error({file_, static_cast<int>(line), static_cast<int>(column) + 1}, message);
 }
 
 } // namespace tg::frontend

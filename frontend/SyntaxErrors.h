@@ -1,27 +1,44 @@
-// The syntax errors of a script, reported by ANTLR's parser of grammar/Tg.g4 with its error recovery:
-// frontend/Parser.cpp's parser stops at the first line it cannot parse, and hands the rest of the file here.
+// How ANTLR's parser of grammar/Tg.g4 reports syntax errors (frontend/Parser.cpp installs both for a line
+// that does not parse): short messages that name the offending token ("expected ':', found 'f32'",
+// "unexpected ')'", "missing ')' before end of line") in place of ANTLR's "extraneous input 'x' expecting
+// {...}" with whole token sets, one per line, recovery resuming at the end of the line at the latest.
 #pragma once
 
+#include "antlr4-runtime.h"
 #include "frontend/Diagnostics.h"
-#include "frontend/Lexer.h"
 
 #include <memory>
 #include <string>
 
 namespace tg::frontend {
 
-/// How deep expressions may nest: in the AST that frontend/Parser.cpp builds, where each operator of a chain
-/// counts as a level, and in ANTLR's parser, which reads a chain without recursing. The parsers and every
-/// later pass over the AST recurse once per level, and must not run out of stack.
-constexpr int kMaxNesting = 1000;
+/// ANTLR's error recovery with readable messages, which it sends to the parser's error listeners.
+class ReadableErrorStrategy : public antlr4::DefaultErrorStrategy {
+protected:
+  void reportNoViableAlternative(antlr4::Parser *parser, const antlr4::NoViableAltException &e) override;
+  void reportInputMismatch(antlr4::Parser *parser, const antlr4::InputMismatchException &e) override;
+  void reportMissingToken(antlr4::Parser *parser) override;
+  void reportUnwantedToken(antlr4::Parser *parser) override;
+  antlr4::misc::IntervalSet getErrorRecoverySet(antlr4::Parser *parser) override;
+};
 
-/// The error for an expression nested deeper than kMaxNesting, at `loc`.
-ir::UserError tooDeeplyNested(SourceLoc loc);
+/// Sends the lexer's and the parser's errors to the diagnostics, with 1-based columns. Only the first error
+/// of a line is reported: the others on it are mostly echoes of the first, left by ANTLR's recovery.
+class DiagnosticListener : public antlr4::BaseErrorListener {
+public:
+  DiagnosticListener(std::shared_ptr<const std::string> file, DiagnosticEngine &diags)
+      : file_(std::move(file)), diags_(diags) {}
 
-/// Reports the syntax errors of *file from the line where `lexer` stands to the end: at least one on that
-/// line, which must have one, then those of later lines, the first of each line only. Its lexer reads
-/// `input`'s code points. Throws tooDeeplyNested() when rules nest too deeply.
-void reportSyntaxErrors(Lexer lexer, CodePointStream &input, std::shared_ptr<const std::string> file,
-                        DiagnosticEngine &diags);
+  void syntaxError(antlr4::Recognizer *, antlr4::Token *, size_t line, size_t column,
+                   const std::string &message, std::exception_ptr) override;
+  /// How many syntax errors were found, reported or not.
+  size_t errors() const { return errors_; }
+
+private:
+  std::shared_ptr<const std::string> file_;
+  DiagnosticEngine &diags_;
+  size_t lastErrorLine_ = 0;
+  size_t errors_ = 0;
+};
 
 } // namespace tg::frontend

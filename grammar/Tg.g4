@@ -1,7 +1,6 @@
-// The grammar of .tg scripts: the reference for the language of DESIGN.md ("The language"). C++ is generated
-// from it at build time (grammar/CMakeLists.txt). frontend/Lexer.cpp and frontend/Parser.cpp follow its rules by
-// hand, and are tested against the generated lexer and parser (tests/unit/LexerTest.cpp, ParserTest.cpp); the
-// generated parser reports the syntax errors (frontend/SyntaxErrors.cpp).
+// The grammar of .tg scripts, the one statement of the language's syntax (docs/language.md describes it). ANTLR
+// generates the lexer, the parser and a visitor from it at build time (grammar/CMakeLists.txt); they parse every
+// script (frontend/Parser.cpp), and frontend/AstBuilder.cpp turns each line's parse tree into the AST.
 grammar Tg;
 
 @lexer::members {
@@ -20,12 +19,15 @@ grammar Tg;
         break;
       }
     }
-    std::string word;
+    if (_input->LA(i) == antlr4::IntStream::EOF) return true;
+    std::string word = "'";
     for (size_t c = _input->LA(i); c < 128 && (isalnum(static_cast<int>(c)) || c == '_'); c = _input->LA(++i))
       word += static_cast<char>(c);
-    static const std::set<std::string> keywords = {"import", "def",    "input",  "param",
-                                                   "let",    "output", "update", "return"};
-    return _input->LA(i) == antlr4::IntStream::EOF || keywords.count(word) > 0;
+    word += "'";
+    // The statement keywords are the tokens IMPORT to RETURN, spelled as the rules below spell them.
+    for (size_t type = IMPORT; type <= RETURN; ++type)
+      if (getVocabulary().getLiteralName(type) == word) return true;
+    return false;
   }
 
   // A line without tokens (blank, or only a comment) ends with no NEWLINE token either: a long run of comments
@@ -99,6 +101,7 @@ argument      : (keyword=NAME '=')? expr ;
 subscript : expr slice? | slice ;
 slice     : ':' upper=expr? (':' step=expr?)? ;
 
+// The statement keywords, IMPORT to RETURN in a row (nextLineStartsStatement() reads them as a range).
 IMPORT : 'import' ;
 DEF    : 'def' ;
 INPUT  : 'input' ;

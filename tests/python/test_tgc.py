@@ -387,17 +387,45 @@ def test_every_error_is_a_tgc_error():
         assert issubclass(kind, tgc.Error)
 
 
+GARBAGE_SEEDS = (
+    "input x : f32[n, 3]\nparam w : f32[3] = ones([3])\nlet y = x @ w + 1.0\nlet g = grad(sum(y * y), w)\n"
+    "update w = w - 0.1 * g\noutput y\n",
+    "input a : f32[4]\ninput b : i64[4]\nlet c = where(a > 0.0, a, f32(b)) * 2.5\noutput c, sum(c, axis=0)\n",
+    "def f(x, y) = exp(x) - y\ninput x : f32[2, 2]\nlet z = f(x, x[0, :])\nlet t = transpose(z)[1:, :]\n"
+    "output z, t\n",
+)
+
+
 def test_garbage_never_crashes_the_interpreter():
+    # Valid scripts with a few tokens dropped, repeated, swapped or replaced: about half still compile and
+    # run, the rest are errors of every stage (syntax, names, types, shapes), each a tgc.Error.
     rng = np.random.default_rng(7)
-    alphabet = list("input let output param update def grad ( ) [ ] , : = + - * / @ x y f32 i64 1 2.5 \n # .")
+    alphabet = "input let output param update def grad ( ) [ ] , : = + - * / @ x y w f32 i64 1 2.5 \n # .".split(" ")
+    compiled = ran = 0
     for _ in range(300):
-        source = "".join(rng.choice(alphabet, size=rng.integers(1, 40))) + "\n"
+        tokens = re.findall(r"\d+\.\d+|\w+|\n|[^\s\w]", GARBAGE_SEEDS[rng.integers(len(GARBAGE_SEEDS))])
+        for _ in range(rng.integers(0, 3)):
+            i = int(rng.integers(len(tokens)))
+            mutation = rng.integers(4)
+            if mutation == 0:
+                del tokens[i]
+            elif mutation == 1:
+                tokens.insert(i, tokens[i])
+            elif mutation == 2 and i + 1 < len(tokens):
+                tokens[i], tokens[i + 1] = tokens[i + 1], tokens[i]
+            else:
+                tokens[i] = alphabet[rng.integers(len(alphabet))]
+        source = " ".join(tokens)
         try:
             program = tgc.compile(source)
+            compiled += 1
             program(**{name: np.ones([2 if isinstance(d, str) else d for d in spec.shape], spec.dtype)
                        for name, spec in program.inputs.items()})
+            ran += 1
         except tgc.Error:
             pass
+    # Counts of this seed: a change that makes every script an error, or stops them running, fails here.
+    assert compiled >= 60 and ran >= 40 and compiled < 300, (compiled, ran)
 
 
 # ---- threads ----

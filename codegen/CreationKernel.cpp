@@ -142,15 +142,12 @@ std::string creationKernelName(ir::OpKind kind, ir::DType dtype) {
 }
 
 bool hasCreationKernel(ir::OpKind kind, ir::DType dtype) {
-  bool isFloat = dtype == DType::F32 || dtype == DType::F64;
   switch (kind) {
   case OpKind::Eye:
-    return true;
   case OpKind::Arange:
-    return true;
   case OpKind::Rand:
   case OpKind::Randn:
-    return isFloat;
+    return ir::takes(kind, dtype);
   default:
     return false;
   }

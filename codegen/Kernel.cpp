@@ -2,6 +2,8 @@
 // layout, and the walk over planes that runs strided host kernels.
 #include "codegen/Kernel.h"
 
+#include "codegen/ScalarOps.h"
+
 #include "ir/Assert.h"
 #include "ir/SmallVector.h"
 
@@ -37,7 +39,7 @@ const char *kernelErrorMessage(int32_t code) {
   case kKernelOk:
     return "no error";
   case kNegativeIntegerPower:
-    return "integers to negative integer powers are not allowed";
+    return scalar::kNegativeIntegerPowerMessage;
   default:
     return "unknown kernel error";
   }
@@ -45,19 +47,7 @@ const char *kernelErrorMessage(int32_t code) {
 
 ir::DType kernelOutputDtype(const ir::ScalarGraph &body) {
   ir::DType input = body.resultDtype();
-  if (!body.reduction) return input;
-  switch (*body.reduction) {
-  case ir::OpKind::Sum:
-  case ir::OpKind::Prod:
-    return ir::isFloat(input) ? input : ir::DType::I64;
-  case ir::OpKind::Mean:
-    return ir::isFloat(input) ? input : ir::DType::F64;
-  case ir::OpKind::Any:
-  case ir::OpKind::All:
-    return ir::DType::Bool;
-  default:
-    return input;
-  }
+  return body.reduction ? ir::resultDType(*body.reduction, input) : input;
 }
 
 namespace {

@@ -14,104 +14,63 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Triple.h>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace tg::codegen {
 
 namespace {
 
-using llvm::ElementCount; // for VecFuncs.def's FIXED
-
-/// LLVM's table of libmvec's variants (SSE and AVX2 ones of the common math functions).
-const llvm::VecDesc kLlvmLibmvecFunctions[] = {
-#define TLI_DEFINE_LIBMVEC_X86_VECFUNCS
-#include <llvm/Analysis/VecFuncs.def>
-#undef TLI_DEFINE_LIBMVEC_X86_VECFUNCS
-};
-
-/// The variants LLVM 19's table lacks, for the math functions of tgc's ops: SSE and AVX2 ones of those glibc
-/// 2.35 added, and AVX-512 ones of all.
+/// A libmvec variant: glibc's vector ABI names it _ZGV<isa>N<lanes><a 'v' per argument>_<scalar name>, with
+/// isa b (SSE), d (AVX2) or e (AVX-512); its lanes fill the register (2 doubles or 4 floats in SSE's).
 struct Variant {
-  const char *scalar, *vector;
+  std::string scalar, vector, abi;
   unsigned lanes;
-  const char *abi;
-};
-const Variant kMoreLibmvecFunctions[] = {
-    {"tanhf", "_ZGVbN4v_tanhf", 4, "_ZGV_LLVM_N4v"},
-    {"tanhf", "_ZGVdN8v_tanhf", 8, "_ZGV_LLVM_N8v"},
-    {"tanh", "_ZGVbN2v_tanh", 2, "_ZGV_LLVM_N2v"},
-    {"tanh", "_ZGVdN4v_tanh", 4, "_ZGV_LLVM_N4v"},
-    {"log1pf", "_ZGVbN4v_log1pf", 4, "_ZGV_LLVM_N4v"},
-    {"log1pf", "_ZGVdN8v_log1pf", 8, "_ZGV_LLVM_N8v"},
-    {"log1p", "_ZGVbN2v_log1p", 2, "_ZGV_LLVM_N2v"},
-    {"log1p", "_ZGVdN4v_log1p", 4, "_ZGV_LLVM_N4v"},
-    {"expm1f", "_ZGVbN4v_expm1f", 4, "_ZGV_LLVM_N4v"},
-    {"expm1f", "_ZGVdN8v_expm1f", 8, "_ZGV_LLVM_N8v"},
-    {"expm1", "_ZGVbN2v_expm1", 2, "_ZGV_LLVM_N2v"},
-    {"expm1", "_ZGVdN4v_expm1", 4, "_ZGV_LLVM_N4v"},
-    {"erff", "_ZGVbN4v_erff", 4, "_ZGV_LLVM_N4v"},
-    {"erff", "_ZGVdN8v_erff", 8, "_ZGV_LLVM_N8v"},
-    {"erf", "_ZGVbN2v_erf", 2, "_ZGV_LLVM_N2v"},
-    {"erf", "_ZGVdN4v_erf", 4, "_ZGV_LLVM_N4v"},
-    {"tanhf", "_ZGVeN16v_tanhf", 16, "_ZGV_LLVM_N16v"},
-    {"tanh", "_ZGVeN8v_tanh", 8, "_ZGV_LLVM_N8v"},
-    {"log1pf", "_ZGVeN16v_log1pf", 16, "_ZGV_LLVM_N16v"},
-    {"log1p", "_ZGVeN8v_log1p", 8, "_ZGV_LLVM_N8v"},
-    {"expm1f", "_ZGVeN16v_expm1f", 16, "_ZGV_LLVM_N16v"},
-    {"expm1", "_ZGVeN8v_expm1", 8, "_ZGV_LLVM_N8v"},
-    {"erff", "_ZGVeN16v_erff", 16, "_ZGV_LLVM_N16v"},
-    {"erf", "_ZGVeN8v_erf", 8, "_ZGV_LLVM_N8v"},
-    {"expf", "_ZGVeN16v_expf", 16, "_ZGV_LLVM_N16v"},
-    {"exp", "_ZGVeN8v_exp", 8, "_ZGV_LLVM_N8v"},
-    {"llvm.exp.f32", "_ZGVeN16v_expf", 16, "_ZGV_LLVM_N16v"},
-    {"llvm.exp.f64", "_ZGVeN8v_exp", 8, "_ZGV_LLVM_N8v"},
-    {"logf", "_ZGVeN16v_logf", 16, "_ZGV_LLVM_N16v"},
-    {"log", "_ZGVeN8v_log", 8, "_ZGV_LLVM_N8v"},
-    {"llvm.log.f32", "_ZGVeN16v_logf", 16, "_ZGV_LLVM_N16v"},
-    {"llvm.log.f64", "_ZGVeN8v_log", 8, "_ZGV_LLVM_N8v"},
-    {"sinf", "_ZGVeN16v_sinf", 16, "_ZGV_LLVM_N16v"},
-    {"sin", "_ZGVeN8v_sin", 8, "_ZGV_LLVM_N8v"},
-    {"llvm.sin.f32", "_ZGVeN16v_sinf", 16, "_ZGV_LLVM_N16v"},
-    {"llvm.sin.f64", "_ZGVeN8v_sin", 8, "_ZGV_LLVM_N8v"},
-    {"cosf", "_ZGVeN16v_cosf", 16, "_ZGV_LLVM_N16v"},
-    {"cos", "_ZGVeN8v_cos", 8, "_ZGV_LLVM_N8v"},
-    {"llvm.cos.f32", "_ZGVeN16v_cosf", 16, "_ZGV_LLVM_N16v"},
-    {"llvm.cos.f64", "_ZGVeN8v_cos", 8, "_ZGV_LLVM_N8v"},
-    {"powf", "_ZGVeN16vv_powf", 16, "_ZGV_LLVM_N16vv"},
-    {"pow", "_ZGVeN8vv_pow", 8, "_ZGV_LLVM_N8vv"},
-    {"llvm.pow.f32", "_ZGVeN16vv_powf", 16, "_ZGV_LLVM_N16vv"},
-    {"llvm.pow.f64", "_ZGVeN8vv_pow", 8, "_ZGV_LLVM_N8vv"},
+  VectorMath isa;
 };
 
-/// The instruction set a libmvec variant is for, from its name's ISA letter ("_ZGVdN8v_expf": AVX2).
-VectorMath variantIsa(llvm::StringRef vectorName) {
-  char isa = vectorName.size() > 4 ? vectorName[4] : '?';
-  return isa == 'b' ? VectorMath::Sse : isa == 'd' ? VectorMath::Avx2 : VectorMath::Avx512;
+/// The variants of the math functions kernels call: every MATH_OP's libm function (ir/Ops.def) and pow, for
+/// f64 and f32 (`name`f), in each instruction set.
+std::vector<Variant> libmvecVariants() {
+  const std::pair<const char *, size_t> functions[] = {
+#define MATH_OP(Enum, name, libm) {#libm, 1},
+#include "ir/Ops.def"
+      {"pow", 2}};
+  const std::pair<char, VectorMath> isas[] = {
+      {'b', VectorMath::Sse}, {'d', VectorMath::Avx2}, {'e', VectorMath::Avx512}};
+  std::vector<Variant> variants;
+  for (const auto &[name, arity] : functions)
+    for (size_t width = 0; width < std::size(isas); ++width)
+      for (bool single : {false, true}) {
+        unsigned lanes = (2u << width) * (single ? 2 : 1);
+        std::string arguments = std::to_string(lanes) + std::string(arity, 'v');
+        std::string scalar = std::string(name) + (single ? "f" : "");
+        variants.push_back({scalar,
+                            "_ZGV" + std::string(1, isas[width].first) + "N" + arguments + "_" + scalar,
+                            "_ZGV_LLVM_N" + arguments, lanes, isas[width].second});
+      }
+  return variants;
 }
 
-/// The libmvec variants host kernels may call with `allowed`: those of LLVM's table and tgc's that need no
-/// more than that instruction set and that the installed libmvec exports (a kernel must never call a symbol
-/// the JIT cannot find).
+/// The libmvec variants host kernels may call with `allowed`: those that need no more than that instruction
+/// set and that the installed libmvec exports (a kernel must never call a symbol the JIT cannot find).
 const std::vector<llvm::VecDesc> &libmvecFunctions(VectorMath allowed) {
-  static const std::vector<llvm::VecDesc> exported = [] {
-    std::vector<llvm::VecDesc> found;
+  static const std::vector<Variant> exported = [] {
+    std::vector<Variant> found;
     void *library = dlopen("libmvec.so.1", RTLD_LAZY);
     if (!library) return found;
-    for (const llvm::VecDesc &function : kLlvmLibmvecFunctions)
-      if (dlsym(library, function.getVectorFnName().str().c_str())) found.push_back(function);
-    for (const Variant &variant : kMoreLibmvecFunctions)
-      if (dlsym(library, variant.vector))
-        found.emplace_back(variant.scalar, variant.vector, llvm::ElementCount::getFixed(variant.lanes), false,
-                           variant.abi);
+    for (Variant &variant : libmvecVariants())
+      if (dlsym(library, variant.vector.c_str())) found.push_back(std::move(variant));
     return found; // the library stays loaded: the JIT links kernels against it
   }();
-  static std::vector<llvm::VecDesc> byIsa[4];
+  static std::vector<llvm::VecDesc> byIsa[4]; // VecDescs name the strings of `exported`, which stay
   static std::once_flag split;
   std::call_once(split, [] {
     for (int isa = 0; isa < 4; ++isa)
-      for (const llvm::VecDesc &function : exported)
-        if (variantIsa(function.getVectorFnName()) <= static_cast<VectorMath>(isa))
-          byIsa[isa].push_back(function);
+      for (const Variant &variant : exported)
+        if (variant.isa <= static_cast<VectorMath>(isa))
+          byIsa[isa].emplace_back(variant.scalar, variant.vector, llvm::ElementCount::getFixed(variant.lanes),
+                                  false, variant.abi);
   });
   return byIsa[static_cast<int>(allowed)];
 }

@@ -74,12 +74,11 @@ public:
 
   llvm::Type *type = nullptr;
 
-  /// The value an empty reduction gives: combine(identity, x) == x.
+  /// combine(identity, x) == x: Ops.def's identity (an empty reduction's value), or the lowest (highest)
+  /// value for max (min), which have none (NumPy reports their reductions of no element).
   Value *identity() {
     bool isFloat = type->isFloatingPointTy();
     switch (kind) {
-    case ir::OpKind::Prod:
-      return isFloat ? llvm::ConstantFP::get(type, 1.0) : llvm::ConstantInt::get(type, 1);
     case ir::OpKind::Max:
       if (isFloat) return llvm::ConstantFP::getInfinity(type, /*Negative=*/true);
       return input == ir::DType::Bool
@@ -90,12 +89,10 @@ public:
       return input == ir::DType::Bool
                  ? b.getTrue()
                  : llvm::ConstantInt::get(type, llvm::APInt::getSignedMaxValue(type->getIntegerBitWidth()));
-    case ir::OpKind::Any:
-      return b.getFalse();
-    case ir::OpKind::All:
-      return b.getTrue();
-    default: // sum, mean
-      return llvm::Constant::getNullValue(type);
+    default:
+      TG_ASSERT(ir::opInfo(kind).identity != ir::Identity::None) << ir::opName(kind) << " has no identity";
+      if (ir::opInfo(kind).identity == ir::Identity::Zero) return llvm::Constant::getNullValue(type);
+      return isFloat ? llvm::ConstantFP::get(type, 1.0) : llvm::ConstantInt::get(type, 1); // i1 1 is true
     }
   }
 

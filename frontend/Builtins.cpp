@@ -25,6 +25,37 @@ struct Signature {
   size_t required;
 };
 
+/// An op's builtin signature from Ops.def's column: "x, axis?, keepdims?" (`?`: optional).
+Signature signatureOf(ir::OpKind kind) {
+  Signature signature{{}, 0};
+  std::string_view text = ir::opInfo(kind).builtin;
+  while (!text.empty()) {
+    size_t comma = text.find(',');
+    std::string_view param = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 2);
+    bool optional = param.back() == '?';
+    if (optional) param.remove_suffix(1);
+    TG_ASSERT(optional || signature.required == signature.params.size())
+        << ir::opName(kind) << ": a required parameter after an optional one in Ops.def";
+    signature.params.emplace_back(param);
+    if (!optional) ++signature.required;
+  }
+  return signature;
+}
+
+/// The op a builtin function names (Ops.def's builtin column), if it names one.
+std::optional<OpKind> builtinOp(const std::string &name) {
+  static const std::map<std::string, OpKind> builtins = [] {
+    std::map<std::string, OpKind> table;
+#define OP(Enum, name, arity, fusion, device, symbol, builtin, ...)                                          \
+  if (*(builtin)) table[name] = OpKind::Enum;
+#include "ir/Ops.def"
+    return table;
+  }();
+  auto found = builtins.find(name);
+  return found == builtins.end() ? std::nullopt : std::optional<OpKind>(found->second);
+}
+
 /// A call's arguments matched to a signature.
 class Arguments {
 public:
@@ -64,24 +95,8 @@ private:
   std::vector<const Expr *> values_;
 };
 
-const std::map<std::string, OpKind> kUnary{
-    {"neg", OpKind::Neg},   {"abs", OpKind::Abs},           {"exp", OpKind::Exp},
-    {"log", OpKind::Log},   {"log1p", OpKind::Log1p},       {"expm1", OpKind::Expm1},
-    {"sqrt", OpKind::Sqrt}, {"rsqrt", OpKind::Rsqrt},       {"sin", OpKind::Sin},
-    {"cos", OpKind::Cos},   {"tanh", OpKind::Tanh},         {"sigmoid", OpKind::Sigmoid},
-    {"relu", OpKind::Relu}, {"softplus", OpKind::Softplus}, {"floor", OpKind::Floor},
-    {"ceil", OpKind::Ceil}, {"round", OpKind::Round},       {"sign", OpKind::Sign},
-    {"erf", OpKind::Erf}};
-const std::map<std::string, OpKind> kBinary{
-    {"maximum", OpKind::Maximum}, {"minimum", OpKind::Minimum}, {"pow", OpKind::Pow}};
-const std::map<std::string, OpKind> kReductions{
-    {"sum", OpKind::Sum},       {"mean", OpKind::Mean}, {"max", OpKind::Max},
-    {"min", OpKind::Min},       {"prod", OpKind::Prod}, {"argmax", OpKind::Argmax},
-    {"argmin", OpKind::Argmin}, {"any", OpKind::Any},   {"all", OpKind::All}};
-const std::set<std::string> kOthers{
-    "where",   "clip",         "f32",        "f64",       "i32",   "i64",     "bool",   "matmul", "transpose",
-    "reshape", "broadcast_to", "concat",     "stack",     "zeros", "ones",    "full",   "eye",    "arange",
-    "rand",    "randn",        "zeros_like", "ones_like", "sort",  "argsort", "cumsum", "load",   "grad"};
+/// The builtins that are not ops of their own name: casts are spelled by their dtype (f32(x)).
+const std::set<std::string> kFunctions{"load", "grad"};
 
 std::string listString(const std::vector<int64_t> &values) {
   std::string text = "[";
@@ -93,7 +108,7 @@ std::string listString(const std::vector<int64_t> &values) {
 } // namespace
 
 bool GraphBuilder::isBuiltin(const std::string &name) {
-  return kUnary.count(name) || kBinary.count(name) || kReductions.count(name) || kOthers.count(name);
+  return builtinOp(name) || ir::parseDType(name) || kFunctions.count(name);
 }
 
 std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, const CallExpr &call,
@@ -111,7 +126,7 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     if (!expr) return fallback;
     const auto *dtypeName = expr->as<NameExpr>();
     auto dtype = dtypeName ? ir::parseDType(dtypeName->name) : std::nullopt;
-    if (!dtype) fail(expr->loc, "expected a dtype: f32, f64, i32, i64 or bool");
+    if (!dtype) fail(expr->loc, "expected a dtype: " + ir::dtypeNames());
     return *dtype;
   };
   auto shapeArgument = [&](const Expr &expr) {
@@ -129,14 +144,6 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     return axis < 0 ? axis + r : axis;
   };
 
-  if (auto unary = kUnary.find(name); unary != kUnary.end()) {
-    Arguments args(name, {{"x"}, 1}, call, *this);
-    return applyElementwise(unary->second, {tensor(args.at(0))}, loc);
-  }
-  if (auto binary = kBinary.find(name); binary != kBinary.end()) {
-    Arguments args(name, {{"a", "b"}, 2}, call, *this);
-    return applyElementwise(binary->second, {tensor(args.at(0)), tensor(args.at(1))}, loc);
-  }
   if (auto dtype = ir::parseDType(name)) {
     Arguments args(name, {{"x"}, 1}, call, *this);
     TypedValue x = tensor(args.at(0));
@@ -144,178 +151,6 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     OpAttrs attrs;
     attrs.dtype = *dtype;
     return apply(Op(OpKind::Cast, attrs), {materialize(x, loc)}, loc);
-  }
-  if (auto reduction = kReductions.find(name); reduction != kReductions.end()) {
-    Arguments args(name, {{"x", "axis", "keepdims"}, 1}, call, *this);
-    ir::Value *x = strong(args.at(0));
-    size_t rank = x->type().rank();
-    OpAttrs attrs;
-    attrs.keepdims = flag(args.get("keepdims"), false);
-    bool positional = reduction->second == OpKind::Argmax || reduction->second == OpKind::Argmin;
-    if (const Expr *axis = args.get("axis")) {
-      if (positional && axis->as<ListExpr>()) fail(axis->loc, name + "() takes a single axis, not a list");
-      for (int64_t a : staticInts(*axis, scope, "an axis")) {
-        int64_t normalized = normalizeAxis(a, rank, *axis);
-        if (std::count(attrs.axes.begin(), attrs.axes.end(), normalized))
-          fail(axis->loc, "axis " + std::to_string(a) + " is repeated");
-        attrs.axes.push_back(normalized);
-      }
-      std::sort(attrs.axes.begin(), attrs.axes.end());
-    } else if (!positional) {
-      attrs.axes.resize(rank);
-      std::iota(attrs.axes.begin(), attrs.axes.end(), 0);
-    }
-    if (reduction->second == OpKind::Any || reduction->second == OpKind::All)
-      x = convert({x, false}, DType::Bool, loc);
-    return apply(Op(reduction->second, attrs), {x}, loc);
-  }
-  if (name == "where") {
-    Arguments args(name, {{"condition", "a", "b"}, 3}, call, *this);
-    ir::Value *condition = convert({strong(args.at(0)), false}, DType::Bool, loc);
-    TypedValue a = tensor(args.at(1)), b = tensor(args.at(2));
-    DType dtype = resultDType({a, b});
-    // Like any elementwise op of literals alone, where(c, 1.5, 2.5) is weak: f32 alone, the other dtype with
-    // it.
-    TypedValue result =
-        apply(Op(OpKind::Where), {condition, convert(a, dtype, loc), convert(b, dtype, loc)}, loc);
-    result.weak = a.weak && b.weak;
-    return result;
-  }
-  if (name == "clip") {
-    Arguments args(name, {{"x", "lo", "hi"}, 3}, call, *this);
-    return applyElementwise(OpKind::Clip, {tensor(args.at(0)), tensor(args.at(1)), tensor(args.at(2))}, loc);
-  }
-  if (name == "matmul") {
-    Arguments args(name, {{"a", "b"}, 2}, call, *this);
-    TypedValue a = tensor(args.at(0)), b = tensor(args.at(1));
-    if (a.weak || b.weak) fail(loc, "matmul: operands must have at least one dimension, not be literals");
-    DType dtype = resultDType({a, b});
-    return apply(Op(OpKind::Matmul), {convert(a, dtype, loc), convert(b, dtype, loc)}, loc);
-  }
-  if (name == "transpose") {
-    Arguments args(name, {{"x", "axes"}, 1}, call, *this);
-    ir::Value *x = strong(args.at(0));
-    size_t rank = x->type().rank();
-    OpAttrs attrs;
-    if (const Expr *axes = args.get("axes")) {
-      for (int64_t a : staticInts(*axes, scope, "an axis"))
-        attrs.axes.push_back(normalizeAxis(a, rank, *axes));
-    } else {
-      for (size_t i = rank; i > 0; --i)
-        attrs.axes.push_back(static_cast<int64_t>(i - 1));
-    }
-    return apply(Op(OpKind::Transpose, attrs), {x}, loc);
-  }
-  if (name == "reshape" || name == "broadcast_to") {
-    Arguments args(name, {{"x", "shape"}, 2}, call, *this);
-    ir::Value *x = strong(args.at(0));
-    OpAttrs attrs;
-    attrs.shape = staticInts(args.at(1), scope, "a shape");
-    return apply(Op(name == "reshape" ? OpKind::Reshape : OpKind::BroadcastTo, attrs), {x}, loc);
-  }
-  if (name == "concat" || name == "stack") {
-    Arguments args(name, {{"arrays", "axis"}, 1}, call, *this);
-    const auto *list = args.at(0).as<ListExpr>();
-    if (!list || list->elements.empty())
-      fail(args.at(0).loc, name + "() expects a non-empty list of arrays, e.g. " + name + "([a, b], axis=0)");
-    std::vector<TypedValue> parts;
-    for (const ExprPtr &element : list->elements)
-      parts.push_back(tensor(*element));
-    DType dtype = resultDType(parts);
-    std::vector<ir::Value *> inputs;
-    for (const TypedValue &part : parts)
-      inputs.push_back(convert(part, dtype, loc));
-    size_t rank = inputs[0]->type().rank() + (name == "stack" ? 1 : 0);
-    OpAttrs attrs;
-    int64_t axis = args.get("axis") ? staticInt(*args.get("axis"), scope, "an axis") : 0;
-    attrs.axes = {normalizeAxis(axis, rank, args.get("axis") ? *args.get("axis") : args.at(0))};
-    return apply(Op(name == "concat" ? OpKind::Concat : OpKind::Stack, attrs), inputs, loc);
-  }
-  if (name == "zeros" || name == "ones") {
-    Arguments args(name, {{"shape", "dtype"}, 1}, call, *this);
-    OpAttrs attrs;
-    attrs.shape = shapeArgument(args.at(0));
-    attrs.dtype = dtypeArgument(args.get("dtype"), DType::F32);
-    return apply(Op(name == "zeros" ? OpKind::Zeros : OpKind::Ones, attrs), {}, loc);
-  }
-  if (name == "full") {
-    Arguments args(name, {{"shape", "value", "dtype"}, 2}, call, *this);
-    OpAttrs attrs;
-    attrs.shape = shapeArgument(args.at(0));
-    ir::Number value = staticNumber(args.at(1), scope, "a fill value");
-    DType fallback = args.at(1).as<BoolExpr>() ? DType::Bool : value.isInteger ? DType::I64 : DType::F32;
-    attrs.dtype = dtypeArgument(args.get("dtype"), fallback);
-    if (!fitsDType(value, attrs.dtype))
-      fail(args.at(1).loc,
-           "full(): the fill value " + value.str() + " does not fit " + ir::dtypeName(attrs.dtype));
-    attrs.scalars = {value};
-    return apply(Op(OpKind::Full, attrs), {}, loc);
-  }
-  if (name == "eye") {
-    Arguments args(name, {{"n", "m", "dtype"}, 1}, call, *this);
-    int64_t n = staticInt(args.at(0), scope, "a size");
-    int64_t m = args.get("m") ? staticInt(*args.get("m"), scope, "a size") : n;
-    if (n < 0 || m < 0) fail(loc, "eye(): sizes cannot be negative");
-    OpAttrs attrs;
-    attrs.shape = {n, m};
-    attrs.dtype = dtypeArgument(args.get("dtype"), DType::F32);
-    return apply(Op(OpKind::Eye, attrs), {}, loc);
-  }
-  if (name == "arange") {
-    Arguments args(name, {{"start", "stop", "step", "dtype"}, 1}, call, *this);
-    ir::Number first = staticNumber(args.at(0), scope, "arange's bounds");
-    ir::Number start = ir::Number::ofInt(0), stop = first, step = ir::Number::ofInt(1);
-    if (const Expr *stopArg = args.get("stop")) {
-      start = first;
-      stop = staticNumber(*stopArg, scope, "arange's bounds");
-    }
-    if (const Expr *stepArg = args.get("step")) {
-      step = staticNumber(*stepArg, scope, "arange's step");
-      if (step.toDouble() == 0) fail(stepArg->loc, "arange(): step cannot be zero");
-    }
-    bool allIntegers = start.isInteger && stop.isInteger && step.isInteger;
-    OpAttrs attrs;
-    attrs.scalars = {start, stop, step};
-    attrs.dtype = dtypeArgument(args.get("dtype"), allIntegers ? DType::I64 : DType::F32);
-    try {
-      attrs.shape = {ir::arangeLength(start, stop, step, attrs.dtype)};
-    } catch (const ir::UserError &error) {
-      fail(loc, error.message);
-    }
-    return apply(Op(OpKind::Arange, attrs), {}, loc);
-  }
-  if (name == "rand" || name == "randn") {
-    Arguments args(name, {{"shape", "seed", "dtype"}, 1}, call, *this);
-    OpAttrs attrs;
-    attrs.shape = shapeArgument(args.at(0));
-    attrs.dtype = dtypeArgument(args.get("dtype"), DType::F32);
-    if (!ir::isFloat(attrs.dtype))
-      fail(args.get("dtype")->loc, name + "() makes floats: dtype must be f32 or f64");
-    if (const Expr *seed = args.get("seed")) {
-      int64_t value = staticInt(*seed, scope, "a seed");
-      if (value < 0) fail(seed->loc, "a seed cannot be negative");
-      attrs.seed = static_cast<uint64_t>(value);
-    } else {
-      attrs.seed = takeSeed();
-    }
-    return apply(Op(name == "rand" ? OpKind::Rand : OpKind::Randn, attrs), {}, loc);
-  }
-  if (name == "zeros_like" || name == "ones_like") {
-    Arguments args(name, {{"x"}, 1}, call, *this);
-    return apply(Op(name == "zeros_like" ? OpKind::ZerosLike : OpKind::OnesLike), {strong(args.at(0))}, loc);
-  }
-  if (name == "sort" || name == "argsort" || name == "cumsum") {
-    Arguments args(name, {{"x", "axis"}, 1}, call, *this);
-    ir::Value *x = strong(args.at(0));
-    OpAttrs attrs;
-    if (const Expr *axis = args.get("axis"))
-      attrs.axes = {normalizeAxis(staticInt(*axis, scope, "an axis"), x->type().rank(), *axis)};
-    else if (name != "cumsum") {
-      if (x->type().isScalar()) fail(loc, name + "(): cannot sort a zero-dimensional array");
-      attrs.axes = {static_cast<int64_t>(x->type().rank()) - 1};
-    }
-    OpKind kind = name == "sort" ? OpKind::Sort : name == "argsort" ? OpKind::Argsort : OpKind::Cumsum;
-    return apply(Op(kind, attrs), {x}, loc);
   }
   if (name == "grad") {
     std::vector<TypedValue> results = gradients(call, scope);
@@ -338,7 +173,180 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
       throw;
     }
   }
-  return std::nullopt;
+  std::optional<OpKind> op = builtinOp(name);
+  if (!op) return std::nullopt;
+  OpKind kind = *op;
+  Arguments args(name, signatureOf(kind), call, *this);
+  const ir::OpInfo &info = ir::opInfo(kind);
+  if (info.fusion == ir::FusionKind::Elementwise && kind != OpKind::Where) {
+    std::vector<TypedValue> operands;
+    for (size_t i = 0; i < signatureOf(kind).params.size(); ++i)
+      operands.push_back(tensor(args.at(i)));
+    return applyElementwise(kind, std::move(operands), loc);
+  }
+  if (info.fusion == ir::FusionKind::Reduce) {
+    ir::Value *x = strong(args.at(0));
+    size_t rank = x->type().rank();
+    OpAttrs attrs;
+    attrs.keepdims = flag(args.get("keepdims"), false);
+    bool positional = ir::isPositionalReduction(kind); // one axis, or the flattened array
+    if (const Expr *axis = args.get("axis")) {
+      if (positional && axis->as<ListExpr>()) fail(axis->loc, name + "() takes a single axis, not a list");
+      for (int64_t a : staticInts(*axis, scope, "an axis")) {
+        int64_t normalized = normalizeAxis(a, rank, *axis);
+        if (std::count(attrs.axes.begin(), attrs.axes.end(), normalized))
+          fail(axis->loc, "axis " + std::to_string(a) + " is repeated");
+        attrs.axes.push_back(normalized);
+      }
+      std::sort(attrs.axes.begin(), attrs.axes.end());
+    } else if (!positional) {
+      attrs.axes.resize(rank);
+      std::iota(attrs.axes.begin(), attrs.axes.end(), 0);
+    }
+    if (info.operands == ir::Operands::Bools) x = convert({x, false}, DType::Bool, loc);
+    return apply(Op(kind, attrs), {x}, loc);
+  }
+  switch (kind) {
+  case OpKind::Where: {
+    ir::Value *condition = convert({strong(args.at(0)), false}, DType::Bool, loc);
+    TypedValue a = tensor(args.at(1)), b = tensor(args.at(2));
+    DType dtype = resultDType({a, b});
+    // Like any elementwise op of literals alone, where(c, 1.5, 2.5) is weak: f32 alone, the other dtype with
+    // it.
+    TypedValue result = apply(Op(kind), {condition, convert(a, dtype, loc), convert(b, dtype, loc)}, loc);
+    result.weak = a.weak && b.weak;
+    return result;
+  }
+  case OpKind::Matmul: {
+    TypedValue a = tensor(args.at(0)), b = tensor(args.at(1));
+    if (a.weak || b.weak) fail(loc, "matmul: operands must have at least one dimension, not be literals");
+    DType dtype = resultDType({a, b});
+    return apply(Op(kind), {convert(a, dtype, loc), convert(b, dtype, loc)}, loc);
+  }
+  case OpKind::Transpose: {
+    ir::Value *x = strong(args.at(0));
+    size_t rank = x->type().rank();
+    OpAttrs attrs;
+    if (const Expr *axes = args.get("axes")) {
+      for (int64_t a : staticInts(*axes, scope, "an axis"))
+        attrs.axes.push_back(normalizeAxis(a, rank, *axes));
+    } else {
+      for (size_t i = rank; i > 0; --i)
+        attrs.axes.push_back(static_cast<int64_t>(i - 1));
+    }
+    return apply(Op(kind, attrs), {x}, loc);
+  }
+  case OpKind::Reshape:
+  case OpKind::BroadcastTo: {
+    ir::Value *x = strong(args.at(0));
+    OpAttrs attrs;
+    attrs.shape = staticInts(args.at(1), scope, "a shape");
+    return apply(Op(kind, attrs), {x}, loc);
+  }
+  case OpKind::Concat:
+  case OpKind::Stack: {
+    const auto *list = args.at(0).as<ListExpr>();
+    if (!list || list->elements.empty())
+      fail(args.at(0).loc, name + "() expects a non-empty list of arrays, e.g. " + name + "([a, b], axis=0)");
+    std::vector<TypedValue> parts;
+    for (const ExprPtr &element : list->elements)
+      parts.push_back(tensor(*element));
+    DType dtype = resultDType(parts);
+    std::vector<ir::Value *> inputs;
+    for (const TypedValue &part : parts)
+      inputs.push_back(convert(part, dtype, loc));
+    size_t rank = inputs[0]->type().rank() + (kind == OpKind::Stack ? 1 : 0);
+    OpAttrs attrs;
+    int64_t axis = args.get("axis") ? staticInt(*args.get("axis"), scope, "an axis") : 0;
+    attrs.axes = {normalizeAxis(axis, rank, args.get("axis") ? *args.get("axis") : args.at(0))};
+    return apply(Op(kind, attrs), inputs, loc);
+  }
+  case OpKind::Zeros:
+  case OpKind::Ones: {
+    OpAttrs attrs;
+    attrs.shape = shapeArgument(args.at(0));
+    attrs.dtype = dtypeArgument(args.get("dtype"), DType::F32);
+    return apply(Op(kind, attrs), {}, loc);
+  }
+  case OpKind::Full: {
+    OpAttrs attrs;
+    attrs.shape = shapeArgument(args.at(0));
+    ir::Number value = staticNumber(args.at(1), scope, "a fill value");
+    DType fallback = args.at(1).as<BoolExpr>() ? DType::Bool : value.isInteger ? DType::I64 : DType::F32;
+    attrs.dtype = dtypeArgument(args.get("dtype"), fallback);
+    if (!fitsDType(value, attrs.dtype))
+      fail(args.at(1).loc,
+           "full(): the fill value " + value.str() + " does not fit " + ir::dtypeName(attrs.dtype));
+    attrs.scalars = {value};
+    return apply(Op(kind, attrs), {}, loc);
+  }
+  case OpKind::Eye: {
+    int64_t n = staticInt(args.at(0), scope, "a size");
+    int64_t m = args.get("m") ? staticInt(*args.get("m"), scope, "a size") : n;
+    if (n < 0 || m < 0) fail(loc, "eye(): sizes cannot be negative");
+    OpAttrs attrs;
+    attrs.shape = {n, m};
+    attrs.dtype = dtypeArgument(args.get("dtype"), DType::F32);
+    return apply(Op(kind, attrs), {}, loc);
+  }
+  case OpKind::Arange: {
+    ir::Number first = staticNumber(args.at(0), scope, "arange's bounds");
+    ir::Number start = ir::Number::ofInt(0), stop = first, step = ir::Number::ofInt(1);
+    if (const Expr *stopArg = args.get("stop")) {
+      start = first;
+      stop = staticNumber(*stopArg, scope, "arange's bounds");
+    }
+    if (const Expr *stepArg = args.get("step")) {
+      step = staticNumber(*stepArg, scope, "arange's step");
+      if (step.toDouble() == 0) fail(stepArg->loc, "arange(): step cannot be zero");
+    }
+    bool allIntegers = start.isInteger && stop.isInteger && step.isInteger;
+    OpAttrs attrs;
+    attrs.scalars = {start, stop, step};
+    attrs.dtype = dtypeArgument(args.get("dtype"), allIntegers ? DType::I64 : DType::F32);
+    try {
+      attrs.shape = {ir::arangeLength(start, stop, step, attrs.dtype)};
+    } catch (const ir::UserError &error) {
+      fail(loc, error.message);
+    }
+    return apply(Op(kind, attrs), {}, loc);
+  }
+  case OpKind::Rand:
+  case OpKind::Randn: {
+    OpAttrs attrs;
+    attrs.shape = shapeArgument(args.at(0));
+    attrs.dtype = dtypeArgument(args.get("dtype"), DType::F32);
+    if (!ir::takes(kind, attrs.dtype))
+      fail(args.get("dtype")->loc, name + "() makes floats: dtype must be f32 or f64");
+    if (const Expr *seed = args.get("seed")) {
+      int64_t value = staticInt(*seed, scope, "a seed");
+      if (value < 0) fail(seed->loc, "a seed cannot be negative");
+      attrs.seed = static_cast<uint64_t>(value);
+    } else {
+      attrs.seed = takeSeed();
+    }
+    return apply(Op(kind, attrs), {}, loc);
+  }
+  case OpKind::ZerosLike:
+  case OpKind::OnesLike:
+    return apply(Op(kind), {strong(args.at(0))}, loc);
+  case OpKind::Sort:
+  case OpKind::Argsort:
+  case OpKind::Cumsum: {
+    ir::Value *x = strong(args.at(0));
+    OpAttrs attrs;
+    if (const Expr *axis = args.get("axis"))
+      attrs.axes = {normalizeAxis(staticInt(*axis, scope, "an axis"), x->type().rank(), *axis)};
+    else if (kind != OpKind::Cumsum) {
+      if (x->type().isScalar()) fail(loc, name + "(): cannot sort a zero-dimensional array");
+      attrs.axes = {static_cast<int64_t>(x->type().rank()) - 1};
+    }
+    return apply(Op(kind, attrs), {x}, loc);
+  }
+  default:
+    TG_ASSERT(false) << name << "(): a builtin in Ops.def that the front end does not build";
+    return std::nullopt;
+  }
 }
 
 } // namespace tg::frontend::detail

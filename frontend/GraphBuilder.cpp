@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 
 namespace tg::frontend {
 
@@ -14,6 +15,27 @@ using ir::OpAttrs;
 using ir::OpKind;
 
 namespace detail {
+
+namespace {
+
+/// The op an operator writes (Ops.def's symbol column), by its spelling and operand count: `-x` is neg,
+/// `a - b` sub.
+OpKind operatorOp(const std::string &symbol, int arity) {
+  static const std::map<std::pair<std::string, int>, OpKind> operators = [] {
+    std::map<std::pair<std::string, int>, OpKind> table;
+#define OP(Enum, name, arity, ...) OPERATOR(Enum, arity)
+#define OPERATOR(Enum, arity)                                                                                \
+  if (*ir::opInfo(OpKind::Enum).symbol) table[{ir::opInfo(OpKind::Enum).symbol, arity}] = OpKind::Enum;
+#include "ir/Ops.def"
+#undef OPERATOR
+    return table;
+  }();
+  auto found = operators.find({symbol, arity});
+  TG_ASSERT(found != operators.end()) << "no op for the operator " << symbol;
+  return found->second;
+}
+
+} // namespace
 
 const Binding *Scope::findLocal(const std::string &name) const {
   auto found = names_.find(name);
@@ -68,7 +90,7 @@ void GraphBuilder::declare(Scope &scope, const Identifier &id, Binding binding) 
 
 ir::TensorType GraphBuilder::declaredType(const TypeExpr &type, bool isParam) {
   auto dtype = ir::parseDType(type.dtype);
-  if (!dtype) fail(type.loc, "unknown dtype '" + type.dtype + "'; expected one of f32, f64, i32, i64, bool");
+  if (!dtype) fail(type.loc, "unknown dtype '" + type.dtype + "'; expected one of " + ir::dtypeNames());
   ir::Shape shape;
   for (const DimExpr &dim : type.dims) {
     if (dim.isSymbol && isParam)
@@ -369,32 +391,11 @@ TypedValue GraphBuilder::applyElementwise(OpKind kind, std::vector<TypedValue> o
                                           const SourceLoc &loc) {
   bool weak = allWeak(operands);
   DType dtype = resultDType(operands);
-  auto isFloatOnly = [](OpKind k) {
-    switch (k) {
-    case OpKind::Exp:
-    case OpKind::Log:
-    case OpKind::Log1p:
-    case OpKind::Expm1:
-    case OpKind::Sqrt:
-    case OpKind::Rsqrt:
-    case OpKind::Sin:
-    case OpKind::Cos:
-    case OpKind::Tanh:
-    case OpKind::Sigmoid:
-    case OpKind::Softplus:
-    case OpKind::Erf:
-    case OpKind::Div:
-    case OpKind::Floor:
-    case OpKind::Ceil:
-      return true;
-    default:
-      return false;
-    }
-  };
-  if (kind == OpKind::And || kind == OpKind::Or || kind == OpKind::Not) {
+  ir::Operands takes = ir::opInfo(kind).operands;
+  if (takes == ir::Operands::Bools) {
     dtype = DType::Bool;
     weak = false;
-  } else if (isFloatOnly(kind) && !ir::isFloat(dtype)) {
+  } else if (takes == ir::Operands::Floats && !ir::isFloat(dtype)) {
     // NumPy computes these in its default float for integer and bool operands.
     dtype = DType::F64;
   } else if (dtype == DType::Bool) {
@@ -411,11 +412,8 @@ TypedValue GraphBuilder::applyElementwise(OpKind kind, std::vector<TypedValue> o
       break;
     case OpKind::Abs:
       return {operands[0].value, false};
-    case OpKind::Where:
-    case OpKind::Clip:
-      break;
     default:
-      if (!ir::isComparison(kind))
+      if (!ir::takes(kind, DType::Bool))
         fail(loc, std::string("'") + ir::opName(kind) +
                       "' is not defined for bool operands; convert them first, e.g. with i64(x)");
     }
@@ -517,20 +515,14 @@ TypedValue GraphBuilder::evaluateUnary(const UnaryExpr &expr, const Scope &scope
   }
   TypedValue operand = evaluateTensor(*expr.operand, scope, "an operand");
   if (expr.op == "+") return operand;
-  return applyElementwise(expr.op == "not" ? OpKind::Not : OpKind::Neg, {operand}, expr.loc);
+  return applyElementwise(operatorOp(expr.op, 1), {operand}, expr.loc);
 }
 
 TypedValue GraphBuilder::evaluateBinary(const BinaryExpr &expr, const Scope &scope) {
-  static const std::map<std::string, OpKind> kinds{
-      {"+", OpKind::Add},   {"-", OpKind::Sub},  {"*", OpKind::Mul},   {"/", OpKind::Div},
-      {"%", OpKind::Mod},   {"**", OpKind::Pow}, {"<", OpKind::Lt},    {"<=", OpKind::Le},
-      {">", OpKind::Gt},    {">=", OpKind::Ge},  {"==", OpKind::Eq},   {"!=", OpKind::Ne},
-      {"and", OpKind::And}, {"or", OpKind::Or},  {"@", OpKind::Matmul}};
   TypedValue lhs = evaluateTensor(*expr.lhs, scope, "an operand");
   TypedValue rhs = evaluateTensor(*expr.rhs, scope, "an operand");
-  auto kind = kinds.find(expr.op);
-  TG_ASSERT(kind != kinds.end()) << "unknown binary operator " << expr.op;
-  if (kind->second != OpKind::Matmul) return applyElementwise(kind->second, {lhs, rhs}, expr.loc);
+  OpKind kind = operatorOp(expr.op, 2);
+  if (kind != OpKind::Matmul) return applyElementwise(kind, {lhs, rhs}, expr.loc);
   DType dtype = resultDType({lhs, rhs});
   if (lhs.weak || rhs.weak)
     fail(expr.loc, "matmul: operands must have at least one dimension, not be literals");

@@ -1,41 +1,33 @@
 #include "ir/DType.h"
 
+#include <type_traits>
+
 namespace tg::ir {
 
-const char *dtypeName(DType dtype) {
-  switch (dtype) {
-  case DType::Bool:
-    return "bool";
-  case DType::I32:
-    return "i32";
-  case DType::I64:
-    return "i64";
-  case DType::F32:
-    return "f32";
-  case DType::F64:
-    return "f64";
-  }
-  return "?";
+namespace {
+
+const DTypeInfo kDTypeInfos[] = {
+#define DTYPE(Enum, name, CType, kind, npy, numpy) {name, sizeof(CType), DTypeKind::kind, npy, numpy},
+#include "ir/DTypes.def"
+};
+
+} // namespace
+
+const DTypeInfo &dtypeInfo(DType dtype) {
+  return kDTypeInfos[static_cast<size_t>(dtype)];
+}
+
+std::string dtypeNames() {
+  std::string text;
+  for (DType dtype : kAllDTypes)
+    text += (text.empty() ? "" : ", ") + std::string(dtypeName(dtype));
+  return text;
 }
 
 std::optional<DType> parseDType(std::string_view name) {
-  for (DType d : {DType::Bool, DType::I32, DType::I64, DType::F32, DType::F64})
+  for (DType d : kAllDTypes)
     if (name == dtypeName(d)) return d;
   return std::nullopt;
-}
-
-size_t dtypeSize(DType dtype) {
-  switch (dtype) {
-  case DType::Bool:
-    return 1;
-  case DType::I32:
-  case DType::F32:
-    return 4;
-  case DType::I64:
-  case DType::F64:
-    return 8;
-  }
-  return 0;
 }
 
 DType promote(DType a, DType b) {

@@ -399,8 +399,14 @@ std::vector<Value *> GradientBuilder::inputGradients(const Node &node, Value *g,
   case OpKind::Exp:
     set(0, [&] { return mul(g, y); });
     break;
+  case OpKind::Exp2:
+    set(0, [&] { return mul(g, mul(y, scalar(std::numbers::ln2))); });
+    break;
   case OpKind::Log:
     set(0, [&] { return div(g, x); });
+    break;
+  case OpKind::Log2:
+    set(0, [&] { return div(g, mul(x, scalar(std::numbers::ln2))); });
     break;
   case OpKind::Log1p:
     set(0, [&] { return div(g, add(x, scalar(1))); });
@@ -419,6 +425,18 @@ std::vector<Value *> GradientBuilder::inputGradients(const Node &node, Value *g,
     break;
   case OpKind::Cos:
     set(0, [&] { return neg(mul(g, unary(OpKind::Sin, x))); });
+    break;
+  case OpKind::Tan: // 1 + tan(x)**2
+    set(0, [&] { return mul(g, add(scalar(1), mul(y, y))); });
+    break;
+  case OpKind::Atan:
+    set(0, [&] { return div(g, add(scalar(1), mul(x, x))); });
+    break;
+  case OpKind::Sinh:
+    set(0, [&] { return mul(g, unary(OpKind::Cosh, x)); });
+    break;
+  case OpKind::Cosh:
+    set(0, [&] { return mul(g, unary(OpKind::Sinh, x)); });
     break;
   case OpKind::Tanh:
     set(0, [&] { return mul(g, sub(scalar(1), mul(y, y))); });

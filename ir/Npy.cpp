@@ -165,33 +165,19 @@ struct StoredType {
 };
 
 StoredType parseDescr(const std::string &descr, const std::string &name) {
-  static const struct {
-    const char *code;
-    DType dtype;
-  } kTable[] = {
-      {"f4", DType::F32}, {"f8", DType::F64}, {"i4", DType::I32}, {"i8", DType::I64}, {"b1", DType::Bool}};
   if (descr.size() == 3 && std::strchr("<>=|", descr[0]))
-    for (const auto &entry : kTable)
-      if (descr.compare(1, 2, entry.code) == 0)
-        return {entry.dtype, descr[0] == '>' && dtypeSize(entry.dtype) > 1};
-  throw UserError(name + ": unsupported dtype '" + descr +
-                  "' (supported: '<f4', '<f8', '<i4', '<i8', '|b1', and their big-endian forms)");
+    for (DType dtype : kAllDTypes)
+      if (descr.compare(1, 2, dtypeInfo(dtype).npy + 1) == 0)
+        return {dtype, descr[0] == '>' && dtypeSize(dtype) > 1};
+  std::string supported;
+  for (DType dtype : kAllDTypes)
+    supported += std::string(supported.empty() ? "'" : ", '") + dtypeInfo(dtype).npy + "'";
+  throw UserError(name + ": unsupported dtype '" + descr + "' (supported: " + supported +
+                  ", and their big-endian forms)");
 }
 
 const char *descrOf(DType dtype) {
-  switch (dtype) {
-  case DType::Bool:
-    return "|b1";
-  case DType::I32:
-    return "<i4";
-  case DType::I64:
-    return "<i8";
-  case DType::F32:
-    return "<f4";
-  case DType::F64:
-    return "<f8";
-  }
-  return "";
+  return dtypeInfo(dtype).npy;
 }
 
 /// Copies Fortran-ordered elements into C order: element (i0, ..., ik) sits at sum(i_j * prod(shape[:j])) in

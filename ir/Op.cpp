@@ -15,7 +15,17 @@ namespace tg::ir {
 namespace {
 
 const OpInfo kOpInfos[] = {
-#define OP(Enum, name, arity, fusion, device) {name, arity, FusionKind::fusion, device},
+#define OP(Enum, name, arity, fusion, device, symbol, builtin, operands, result, cost, identity)             \
+  {name,                                                                                                     \
+   arity,                                                                                                    \
+   FusionKind::fusion,                                                                                       \
+   device,                                                                                                   \
+   symbol,                                                                                                   \
+   builtin,                                                                                                  \
+   Operands::operands,                                                                                       \
+   ResultDType::result,                                                                                      \
+   Cost::cost,                                                                                               \
+   Identity::identity},
 #include "ir/Ops.def"
 };
 
@@ -77,38 +87,20 @@ Dim inferredDim(const Shape &input, int64_t targetProduct, int64_t at) {
 }
 
 TensorType elementwiseType(const Op &op, const std::vector<TensorType> &inputs) {
-  OpKind kind = op.kind();
   Shape shape = inputs[0].shape;
   for (size_t i = 1; i < inputs.size(); ++i) {
     auto result = broadcastShapes(shape, inputs[i].shape);
     if (!result) fail("cannot broadcast " + inputs[0].str() + " with " + inputs[i].str());
     shape = *result;
   }
-  DType dtype = inputs[0].dtype;
-  auto requireSame = [&](size_t first) {
-    for (size_t i = first + 1; i < inputs.size(); ++i)
-      TG_ASSERT(inputs[i].dtype == inputs[first].dtype) << op.name() << ": operands " << inputs[first].str()
-                                                        << " and " << inputs[i].str() << " differ in dtype";
-  };
-  switch (kind) {
-  case OpKind::Cast:
-    return {op.attrs().dtype, shape, inputs[0].place};
-  case OpKind::Not:
-  case OpKind::And:
-  case OpKind::Or:
-    for (const TensorType &input : inputs)
-      TG_ASSERT(input.dtype == DType::Bool) << op.name() << " expects bool operands";
-    return {DType::Bool, shape, inputs[0].place};
-  case OpKind::Where:
-    TG_ASSERT(inputs[0].dtype == DType::Bool) << "where: the condition must be bool";
-    requireSame(1);
-    return {inputs[1].dtype, shape, inputs[0].place};
-  default:
-    break;
-  }
-  requireSame(0);
-  if (isComparison(kind)) return {DType::Bool, shape, inputs[0].place};
-  return {dtype, shape, inputs[0].place};
+  // where's condition is bool; its other operands, like every other op's, share a dtype (the front end
+  // converts them), one the op takes.
+  size_t first = op.kind() == OpKind::Where ? 1 : 0;
+  if (first) TG_ASSERT(inputs[0].dtype == DType::Bool) << "where: the condition must be bool";
+  for (size_t i = first; i < inputs.size(); ++i)
+    TG_ASSERT(inputs[i].dtype == inputs[first].dtype && takes(op.kind(), inputs[i].dtype))
+        << op.name() << ": operands " << inputs[first].str() << " and " << inputs[i].str();
+  return {resultDType(op.kind(), inputs[first].dtype, op.attrs().dtype), shape, inputs[0].place};
 }
 
 /// Checks an axis against a rank and returns it counted from the front.
@@ -124,7 +116,7 @@ int64_t normalizeAxis(int64_t axis, size_t rank, const char *what) {
 /// attributes apart, so that a fused reduction is typed without making an Op.
 TensorType reductionType(OpKind kind, const OpAttrs &attrs, const TensorType &input) {
   Shape shape;
-  if ((kind == OpKind::Argmax || kind == OpKind::Argmin) && attrs.axes.empty()) {
+  if (isPositionalReduction(kind) && attrs.axes.empty()) {
     if (attrs.keepdims) shape.assign(input.rank(), Dim::of(1));
   } else {
     for (size_t i = 0; i < input.rank(); ++i) {
@@ -136,27 +128,7 @@ TensorType reductionType(OpKind kind, const OpAttrs &attrs, const TensorType &in
         shape.push_back(Dim::of(1));
     }
   }
-  DType dtype = input.dtype;
-  switch (kind) {
-  case OpKind::Sum:
-  case OpKind::Prod:
-    dtype = isFloat(input.dtype) ? input.dtype : DType::I64;
-    break;
-  case OpKind::Mean:
-    dtype = isFloat(input.dtype) ? input.dtype : DType::F64;
-    break;
-  case OpKind::Argmax:
-  case OpKind::Argmin:
-    dtype = DType::I64;
-    break;
-  case OpKind::Any:
-  case OpKind::All:
-    dtype = DType::Bool;
-    break;
-  default:
-    break;
-  }
-  return {dtype, shape, input.place};
+  return {resultDType(kind, input.dtype), shape, input.place};
 }
 
 TensorType matmulType(const TensorType &a, const TensorType &b) {
@@ -308,20 +280,55 @@ bool isBinaryElementwise(OpKind kind) {
   return opInfo(kind).fusion == FusionKind::Elementwise && opInfo(kind).arity == 2;
 }
 bool isComparison(OpKind kind) {
-  switch (kind) {
-  case OpKind::Lt:
-  case OpKind::Le:
-  case OpKind::Gt:
-  case OpKind::Ge:
-  case OpKind::Eq:
-  case OpKind::Ne:
-    return true;
-  default:
-    return false;
-  }
+  const OpInfo &info = opInfo(kind);
+  return info.fusion == FusionKind::Elementwise && info.arity == 2 && info.operands == Operands::Any &&
+         info.result == ResultDType::Bool;
 }
 bool isReduction(OpKind kind) {
   return opInfo(kind).fusion == FusionKind::Reduce;
+}
+bool isPositionalReduction(OpKind kind) {
+  return isReduction(kind) && opInfo(kind).result == ResultDType::Index;
+}
+bool isView(OpKind kind) {
+  return opInfo(kind).cost == Cost::Free;
+}
+
+bool takes(OpKind kind, DType dtype) {
+  switch (opInfo(kind).operands) {
+  case Operands::Any:
+    return true;
+  case Operands::Numbers:
+    return dtype != DType::Bool;
+  case Operands::Floats:
+    return isFloat(dtype);
+  case Operands::Bools:
+    return dtype == DType::Bool;
+  }
+  return false;
+}
+
+DType resultDType(OpKind kind, DType operand, DType attribute) {
+  switch (opInfo(kind).result) {
+  case ResultDType::Same:
+    return operand;
+  case ResultDType::Bool:
+    return DType::Bool;
+  case ResultDType::Attr:
+    return attribute;
+  case ResultDType::FloatOf:
+    return isFloat(operand) ? operand : DType::F64;
+  case ResultDType::Accumulate:
+    return isFloat(operand) ? operand : DType::I64;
+  case ResultDType::Index:
+    break;
+  }
+  return DType::I64;
+}
+
+void checkReductionOfElements(OpKind kind, int64_t elements) {
+  if (elements == 0 && opInfo(kind).identity == Identity::None)
+    fail(std::string("zero-size array to reduction operation ") + opName(kind) + " which has no identity");
 }
 
 bool SliceSpec::operator==(const SliceSpec &other) const {
@@ -574,7 +581,7 @@ TensorType inferHostType(const Op &op, const std::vector<TensorType> &inputs) {
   case OpKind::Argsort:
     if (input.isScalar()) fail(std::string(op.name()) + ": cannot sort a zero-dimensional array");
     normalizeAxis(attrs.axes.at(0), input.rank(), op.name());
-    return {op.kind() == OpKind::Sort ? input.dtype : DType::I64, input.shape, input.place};
+    return {resultDType(op.kind(), input.dtype), input.shape, input.place};
   case OpKind::Fused: {
     // The output has the inputs' broadcast shape; each input is read as the body declares it.
     TG_ASSERT(attrs.body && attrs.body->numInputs() == inputs.size())
@@ -597,7 +604,7 @@ TensorType inferHostType(const Op &op, const std::vector<TensorType> &inputs) {
     return reductionType(*attrs.body->reduction, attrs, value);
   }
   case OpKind::Cumsum: {
-    DType dtype = isFloat(input.dtype) ? input.dtype : DType::I64;
+    DType dtype = resultDType(op.kind(), input.dtype);
     if (attrs.axes.empty()) {
       auto count = input.staticNumElements();
       return {dtype, {count ? Dim::of(*count) : derived("size")}, input.place};

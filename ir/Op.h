@@ -1,5 +1,6 @@
 // Op: what a graph node computes. Immutable, hashable and comparable, so that equal nodes can be merged.
-// The kinds and their static properties come from Ops.def; attributes live in one small struct.
+// The kinds and their static properties come from Ops.def (read through opInfo); attributes live in one small
+// struct.
 #pragma once
 
 #include "ir/DType.h"
@@ -15,26 +16,52 @@ namespace tg::ir {
 struct ScalarGraph;
 
 enum class OpKind : uint16_t {
-#define OP(Enum, name, arity, fusion, device) Enum,
+#define OP(Enum, ...) Enum,
 #include "ir/Ops.def"
 };
 
 /// TVM's pattern kinds: how an op may take part in fusion.
 enum class FusionKind : uint8_t { Elementwise, Broadcast, Injective, Reduce, Creation, Opaque };
+/// Ops.def's columns (its header says what each means).
+enum class Operands : uint8_t { Any, Numbers, Floats, Bools };
+enum class ResultDType : uint8_t { Same, Bool, Attr, FloatOf, Accumulate, Index };
+enum class Cost : uint8_t { Free, Cheap, Slow, Transcendental, Custom };
+enum class Identity : uint8_t { None, Zero, One };
 
 struct OpInfo {
   const char *name; // the language's spelling
   int arity;        // -1: a list of inputs
   FusionKind fusion;
   bool hasDevice;
+  const char *symbol;  // the operator that writes it, or ""
+  const char *builtin; // the builtin function's parameters, or "" when there is none
+  Operands operands;
+  ResultDType result;
+  Cost cost;
+  Identity identity;
 };
 
 const OpInfo &opInfo(OpKind kind);
 const char *opName(OpKind kind);
 bool isUnaryElementwise(OpKind kind);
 bool isBinaryElementwise(OpKind kind);
+/// Elementwise ops of two operands of any dtype that give a bool: < <= > >= == !=.
 bool isComparison(OpKind kind);
 bool isReduction(OpKind kind);
+/// argmax and argmin: reductions to a position (Ops.def's result Index), over one axis or the flattened
+/// array.
+bool isPositionalReduction(OpKind kind);
+/// A view computes strides, not elements (Ops.def's cost Free).
+bool isView(OpKind kind);
+/// Whether `kind` computes in `dtype` (Ops.def's operands column): Floats takes f32 and f64, Numbers every
+/// dtype but bool, Bools bool only.
+bool takes(OpKind kind, DType dtype);
+/// The dtype of `kind`'s result for operands of `operand` (Ops.def's result column); `attribute` is the dtype
+/// attribute, for ops whose result is theirs (casts, creation).
+DType resultDType(OpKind kind, DType operand, DType attribute = DType::F32);
+/// NumPy's error for a reduction of no element where `kind` has no identity (max, min, argmax, argmin);
+/// nothing for the others or a reduction of at least one element.
+void checkReductionOfElements(OpKind kind, int64_t elements);
 
 /// One axis of an indexing expression `x[2, 1:5:2, :]`: a single index (drops the axis) or a range.
 struct SliceSpec {

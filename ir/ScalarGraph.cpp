@@ -74,7 +74,7 @@ std::string ScalarGraph::str() const {
 }
 
 bool isPrologueReduction(OpKind kind) {
-  return isReduction(kind) && kind != OpKind::Argmax && kind != OpKind::Argmin;
+  return isReduction(kind) && !isPositionalReduction(kind);
 }
 
 std::optional<double> fillValue(OpKind kind) {

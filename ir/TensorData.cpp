@@ -22,39 +22,14 @@ int64_t TensorData::numElements() const {
 }
 
 double TensorData::get(int64_t index) const {
-  switch (dtype) {
-  case DType::Bool:
-    return data<uint8_t>()[index] ? 1.0 : 0.0;
-  case DType::I32:
-    return data<int32_t>()[index];
-  case DType::I64:
-    return static_cast<double>(data<int64_t>()[index]);
-  case DType::F32:
-    return data<float>()[index];
-  case DType::F64:
-    return data<double>()[index];
-  }
-  return 0;
+  return visitDType(dtype, [&](auto zero) { return static_cast<double>(data<decltype(zero)>()[index]); });
 }
 
 void TensorData::set(int64_t index, double value) {
-  switch (dtype) {
-  case DType::Bool:
-    data<uint8_t>()[index] = value != 0;
-    break;
-  case DType::I32:
-    data<int32_t>()[index] = static_cast<int32_t>(value);
-    break;
-  case DType::I64:
-    data<int64_t>()[index] = static_cast<int64_t>(value);
-    break;
-  case DType::F32:
-    data<float>()[index] = static_cast<float>(value);
-    break;
-  case DType::F64:
-    data<double>()[index] = value;
-    break;
-  }
+  visitDType(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    data<T>()[index] = std::is_same_v<T, bool> ? value != 0 : static_cast<T>(value);
+  });
 }
 
 size_t hashTensorData(const TensorData &data) {

@@ -37,7 +37,7 @@ std::optional<ir::TensorData> uniformScalar(const ir::TensorData &data) {
 
 RewriteRule constantFoldRule() {
   std::vector<ir::OpKind> kinds;
-#define OP(Enum, name, arity, fusion, device) kinds.push_back(ir::OpKind::Enum);
+#define OP(Enum, ...) kinds.push_back(ir::OpKind::Enum);
 #include "ir/Ops.def"
   return {"op(constants) -> constant", kinds, [](RewriteContext &context, ir::Node *node) -> ir::Value * {
             if (!context.evaluate) return nullptr;

@@ -16,38 +16,19 @@ namespace {
 
 using ir::OpKind;
 
-/// Arithmetic per output element of an elementwise op: transcendental functions cost a polynomial and a
-/// range reduction, the rest one operation.
+/// Arithmetic per output element of an elementwise or creation op, by Ops.def's cost column: a transcendental
+/// function costs a polynomial and a range reduction, square roots and divisions a few operations.
 double flopsPerElement(OpKind kind) {
-  switch (kind) {
-  case OpKind::Exp:
-  case OpKind::Log:
-  case OpKind::Log1p:
-  case OpKind::Expm1:
-  case OpKind::Sin:
-  case OpKind::Cos:
-  case OpKind::Tanh:
-  case OpKind::Sigmoid:
-  case OpKind::Softplus:
-  case OpKind::Erf:
-  case OpKind::Pow:
-  case OpKind::Rand:
-  case OpKind::Randn:
+  switch (ir::opInfo(kind).cost) {
+  case ir::Cost::Free:
+    return 0;
+  case ir::Cost::Transcendental:
     return 20;
-  case OpKind::Sqrt:
-  case OpKind::Rsqrt:
-  case OpKind::Div:
-  case OpKind::Mod:
+  case ir::Cost::Slow:
     return 4;
   default:
     return 1;
   }
-}
-
-/// Views are free on either place: they compute strides, not elements.
-bool isView(OpKind kind) {
-  return kind == OpKind::Transpose || kind == OpKind::Reshape || kind == OpKind::Slice ||
-         kind == OpKind::BroadcastTo;
 }
 
 double rate(const PlaceSpeeds &place, ir::DType dtype) {
@@ -246,13 +227,13 @@ double CostModel::bytes(const ir::TensorType &type) const {
 double CostModel::flops(const ir::Node &node) const {
   OpKind kind = node.op().kind();
   double out = elements(node.output()->type());
-  if (isView(kind)) return 0;
+  if (ir::isView(kind)) return 0;
   if (kind == OpKind::Matmul) {
     const ir::TensorType &a = node.input(0)->type();
     double inner = a.rank() ? elements({a.dtype, {a.shape.back()}, a.place}) : 1;
     return 2 * out * inner;
   }
-  if (ir::isReduction(kind) || kind == OpKind::Cumsum) return elements(node.input(0)->type());
+  if (ir::isReduction(kind)) return elements(node.input(0)->type());
   if (kind == OpKind::Sort || kind == OpKind::Argsort) {
     double n = elements(node.input(0)->type());
     return 4 * n * std::log2(std::max(2.0, n));
@@ -262,7 +243,7 @@ double CostModel::flops(const ir::Node &node) const {
 }
 
 double CostModel::memoryBytes(const ir::Node &node) const {
-  if (isView(node.op().kind())) return 0;
+  if (ir::isView(node.op().kind())) return 0;
   double total = bytes(node.output()->type());
   for (const ir::Value *input : node.inputs())
     if (!input->type().isScalar()) total += bytes(input->type());

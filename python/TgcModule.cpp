@@ -116,24 +116,11 @@ auto callTgc(Work work) -> decltype(work()) {
 
 /// NumPy's name of a dtype, and tgc's dtype of a NumPy dtype (none for those tgc has not).
 const char *numpyName(ir::DType dtype) {
-  switch (dtype) {
-  case ir::DType::Bool:
-    return "bool";
-  case ir::DType::I32:
-    return "int32";
-  case ir::DType::I64:
-    return "int64";
-  case ir::DType::F32:
-    return "float32";
-  case ir::DType::F64:
-    return "float64";
-  }
-  return "float32";
+  return ir::dtypeInfo(dtype).numpy;
 }
 
 std::optional<ir::DType> dtypeOf(const py::dtype &dtype) {
-  for (ir::DType candidate :
-       {ir::DType::Bool, ir::DType::I32, ir::DType::I64, ir::DType::F32, ir::DType::F64})
+  for (ir::DType candidate : ir::kAllDTypes)
     if (dtype.equal(py::dtype(numpyName(candidate)))) return candidate;
   return std::nullopt;
 }

@@ -18,10 +18,10 @@ std::vector<int64_t> creationShape(const ir::Op &op, const std::vector<Tensor> &
 }
 
 /// A number attribute as a T: integers exactly (wrapping as C++ does, for a T narrower than the number),
-/// doubles as castScalar converts them.
+/// doubles as a cast converts them.
 template <typename T>
 T numberAs(const ir::Number &number) {
-  if (!number.isInteger) return castScalar<T>(number.floatValue);
+  if (!number.isInteger) return scalar::Cast::evaluate<T>(number.floatValue);
   if constexpr (std::is_same_v<T, bool>) return number.intValue != 0;
   return static_cast<T>(number.intValue);
 }
@@ -100,8 +100,8 @@ ArangeTerms arangeTerms(const ir::OpAttrs &attrs, ir::DType dtype) {
       }
     }
     // NumPy's fill, for the same last bits: the first two values from double, their difference in T.
-    T first = castScalar<T>(start.toDouble());
-    T second = castScalar<T>(start.toDouble() + step.toDouble());
+    T first = scalar::Cast::evaluate<T>(start.toDouble());
+    T second = scalar::Cast::evaluate<T>(start.toDouble() + step.toDouble());
     if constexpr (std::is_floating_point_v<T>) {
       terms.floatFirst = static_cast<double>(first);
       terms.floatStep = static_cast<double>(static_cast<T>(second - first));

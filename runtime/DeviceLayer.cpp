@@ -59,17 +59,12 @@ std::string gridText(const Grid &grid) {
          std::to_string(grid.threadsX) + "x" + std::to_string(grid.threadsY);
 }
 
-/// What a reduction of no element gives (codegen/Kernel.h): its identity, or NaN for a mean (0 / 0).
+/// What a reduction of no element gives (codegen/Kernel.h): its identity (Ops.def), divided by 0 for a mean:
+/// 0 / 0 as x86 computes it (the CPU kernels' bits), the NaN with the sign bit set. Those without an identity
+/// were reported before.
 double emptyReduction(OpKind kind) {
-  switch (kind) {
-  case OpKind::Prod:
-  case OpKind::All:
-    return 1;
-  case OpKind::Mean: // 0 / 0 as x86 computes it (the CPU kernels' bits): the NaN with the sign bit set
-    return -std::numeric_limits<double>::quiet_NaN();
-  default:
-    return 0; // sum, any (max and min of nothing are errors, reported before)
-  }
+  if (kind == OpKind::Mean) return -std::numeric_limits<double>::quiet_NaN();
+  return ir::opInfo(kind).identity == ir::Identity::One ? 1 : 0;
 }
 
 } // namespace
@@ -118,13 +113,7 @@ Tensor DeviceLayer::download(const Tensor &device) {
 }
 
 bool DeviceLayer::hasKernel(ir::OpKind kind, ir::DType dtype) {
-  switch (kind) {
-#define OP(Enum, name, arity, fusion, device)                                                                \
-  case OpKind::Enum:                                                                                         \
-    if (!(device)) return false;                                                                             \
-    break;
-#include "ir/Ops.def"
-  }
+  if (!ir::opInfo(kind).hasDevice) return false;
   switch (kind) {
   case OpKind::Eye:
   case OpKind::Arange:
@@ -184,7 +173,7 @@ Tensor DeviceLayer::run(const ir::Node &node, const std::vector<Tensor> &argumen
     attrs.body = std::move(body);
     return reduce(ir::Op(OpKind::Fused, std::move(attrs), ir::Place::Device), inputs, dtype);
   }
-  if (op.kind() == OpKind::Argmax || op.kind() == OpKind::Argmin) return argReduce(op, inputs[0]);
+  if (ir::isPositionalReduction(op.kind())) return argReduce(op, inputs[0]);
   if (op.kind() == OpKind::Concat || op.kind() == OpKind::Stack) return join(op, inputs);
   TG_ASSERT(false) << "the device layer has no dispatch for " << op.name()
                    << ", though hasKernel says it runs";
@@ -433,9 +422,7 @@ Tensor DeviceLayer::argReduce(const ir::Op &op, Tensor x) {
   }
   size_t axis = flatten ? 0 : normalizeAxis(attrs.axes.at(0), x.rank());
   int64_t length = x.shape()[axis];
-  if (length == 0)
-    throw ir::UserError(std::string("zero-size array to reduction operation ") + op.name() +
-                        " which has no identity");
+  ir::checkReductionOfElements(op.kind(), length);
   ArgReduction plan = planArgReduction(op, x.dtype(), axis, length, attrs.keepdims && !flatten);
   Tensor extreme = reduce(plan.extreme, {x}, x.dtype());
   // Each position's index along the axis, broadcast over the other axes.

@@ -63,9 +63,7 @@ ReductionLaunch::ReductionLaunch(const ir::Op &op, const std::vector<Tensor> &op
       reducedCount *= space[axis];
       ++reducedRank;
     }
-  if (reducedCount == 0 && (*body.reduction == ir::OpKind::Max || *body.reduction == ir::OpKind::Min))
-    throw ir::UserError(std::string("zero-size array to reduction operation ") + ir::opName(*body.reduction) +
-                        " which has no identity");
+  ir::checkReductionOfElements(*body.reduction, reducedCount);
   TG_ASSERT(dtype == codegen::kernelOutputDtype(body))
       << "fused reduction: result dtype " << ir::dtypeName(dtype) << ", kernel's "
       << ir::dtypeName(codegen::kernelOutputDtype(body));

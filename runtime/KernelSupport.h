@@ -1,7 +1,8 @@
-// What the kernel families (runtime/*Kernels.cpp) share: dtype dispatch, NumPy's scalar conversions and NaN
-// rules, shape helpers, and each family's entry point, called by runOp (Kernels.cpp).
+// What the kernel families (runtime/*Kernels.cpp) share: dtype dispatch, the ops' scalar semantics
+// (codegen/ScalarOps.h), shape helpers, and each family's entry point, called by runOp (Kernels.cpp).
 #pragma once
 
+#include "codegen/ScalarOps.h"
 #include "ir/Assert.h"
 #include "ir/Op.h"
 #include "runtime/Tensor.h"
@@ -18,74 +19,8 @@ namespace tg::runtime {
 
 class HostLaunchMemo; // FusedLaunch.h
 
-/// Calls f with a value of the C++ element type of `dtype` (bool, int32_t, int64_t, float, double):
-/// visitDType(t.dtype(), [&](auto zero) { using T = decltype(zero); ... }).
-template <typename F>
-decltype(auto) visitDType(ir::DType dtype, F &&f) {
-  switch (dtype) {
-  case ir::DType::Bool:
-    return f(bool{});
-  case ir::DType::I32:
-    return f(int32_t{});
-  case ir::DType::I64:
-    return f(int64_t{});
-  case ir::DType::F32:
-    return f(float{});
-  case ir::DType::F64:
-    break;
-  }
-  return f(double{});
-}
-
-/// The dtype of a C++ element type.
-template <typename T>
-constexpr ir::DType dtypeOf() {
-  if constexpr (std::is_same_v<T, bool>)
-    return ir::DType::Bool;
-  else if constexpr (std::is_same_v<T, int32_t>)
-    return ir::DType::I32;
-  else if constexpr (std::is_same_v<T, int64_t>)
-    return ir::DType::I64;
-  else if constexpr (std::is_same_v<T, float>)
-    return ir::DType::F32;
-  else
-    return ir::DType::F64;
-}
-
-/// The type integer arithmetic runs in so that it wraps around like NumPy's (signed overflow is undefined in
-/// C++).
-template <typename T>
-using WrappingType = typename std::conditional_t<std::is_same_v<T, bool>, std::type_identity<bool>,
-                                                 std::make_unsigned<T>>::type;
-
-/// NumPy's cast: floats to integers truncate toward zero, anything to bool is `!= 0`. Out-of-range floats and
-/// NaN (undefined in C++) give the minimum integer, as x86 and so NumPy there do.
-template <typename Out, typename In>
-Out castScalar(In value) {
-  if constexpr (std::is_same_v<Out, bool>) {
-    return value != In(0);
-  } else if constexpr (std::is_integral_v<Out> && std::is_floating_point_v<In>) {
-    constexpr double lowest = static_cast<double>(std::numeric_limits<Out>::min()); // -2^31 or -2^63, exact
-    if (!(value >= lowest && value < -lowest)) return std::numeric_limits<Out>::min();
-    return static_cast<Out>(value);
-  } else {
-    return static_cast<Out>(value);
-  }
-}
-
-/// NumPy's maximum and minimum: a NaN operand wins.
-template <typename T>
-T maximum(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>)
-    if (std::isnan(a)) return a;
-  return a >= b ? a : b;
-}
-template <typename T>
-T minimum(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>)
-    if (std::isnan(a)) return a;
-  return a <= b ? a : b;
-}
+using ir::dtypeOf;
+using ir::visitDType;
 
 /// NumPy broadcasting of two run-time shapes; throws UserError("cannot broadcast shapes (3, 4) and (5,)").
 std::vector<int64_t> broadcastShapes(const std::vector<int64_t> &a, const std::vector<int64_t> &b);

@@ -42,25 +42,20 @@ Tensor runKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType 
   TG_ASSERT(arity < 0 ? !inputs.empty() || op.kind() == OpKind::Fused
                       : inputs.size() == static_cast<size_t>(arity))
       << op.name() << " given " << inputs.size() << " inputs";
-  switch (op.kind()) {
-#define UNARY_OP(Enum, name) case OpKind::Enum:
-#define BINARY_OP(Enum, name) case OpKind::Enum:
-#include "ir/Ops.def"
-  case OpKind::Where:
-  case OpKind::Clip:
+  switch (op.info().fusion) {
+  case ir::FusionKind::Elementwise:
     return elementwiseKernel(op, inputs, dtype);
-#define REDUCE_OP(Enum, name) case OpKind::Enum:
-#include "ir/Ops.def"
+  case ir::FusionKind::Reduce:
     return reductionKernel(op, inputs[0], dtype);
-#define CREATION_OP(Enum, name, arity) case OpKind::Enum:
-#include "ir/Ops.def"
+  case ir::FusionKind::Creation:
     return creationKernel(op, inputs, dtype);
+  default:
+    break;
+  }
+  if (ir::isView(op.kind())) return shapeKernel(op, inputs);
+  switch (op.kind()) {
   case OpKind::Matmul:
     return matmulKernel(inputs[0], inputs[1], dtype);
-  case OpKind::Transpose:
-  case OpKind::Reshape:
-  case OpKind::BroadcastTo:
-  case OpKind::Slice:
   case OpKind::Concat:
   case OpKind::Stack:
     return shapeKernel(op, inputs);
@@ -70,9 +65,8 @@ Tensor runKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType 
     return sortKernel(op, inputs[0], dtype);
   case OpKind::Fused:
     return fusedKernel(op, inputs, dtype, reuseInputs);
-  case OpKind::ToDevice:
-  case OpKind::ToHost:
-    break; // the executor copies
+  default:
+    break; // transfers: the executor copies
   }
   TG_ASSERT(false) << "no CPU kernel for " << op.name();
   return {};

@@ -47,7 +47,7 @@ void matmulLoops(const Tensor &a, const Tensor &b, T *c, int64_t offsetA, int64_
   int64_t rowB = b.strides()[rankB - 2], colB = b.strides()[rankB - 1];
   const T *x = a.data<T>() + offsetA;
   const T *y = b.data<T>() + offsetB;
-  using U = WrappingType<T>;
+  using U = scalar::WrappingType<T>;
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < m; ++j) {
       U sum = 0;

@@ -50,7 +50,7 @@ void reduceRows(const Tensor &rows, int64_t length, const Tensor &out, RowValue 
     using R = decltype(zero);
     R *result = out.data<R>();
     for (int64_t r = 0; r < count; ++r)
-      result[r] = castScalar<R>(rowValue(in + r * length, length));
+      result[r] = scalar::Cast::evaluate<R>(rowValue(in + r * length, length));
   });
 }
 
@@ -89,14 +89,14 @@ void reduce(OpKind kind, const Tensor &rows, int64_t length, const Tensor &out) 
     return run([](const T *x, int64_t n) {
       T best = x[0];
       for (int64_t i = 1; i < n; ++i)
-        best = maximum(best, x[i]);
+        best = scalar::Maximum::evaluate(best, x[i]);
       return best;
     });
   case OpKind::Min:
     return run([](const T *x, int64_t n) {
       T best = x[0];
       for (int64_t i = 1; i < n; ++i)
-        best = minimum(best, x[i]);
+        best = scalar::Minimum::evaluate(best, x[i]);
       return best;
     });
   case OpKind::Argmax:
@@ -127,7 +127,7 @@ void reduce(OpKind kind, const Tensor &rows, int64_t length, const Tensor &out) 
 Tensor reductionKernel(const ir::Op &op, const Tensor &input, ir::DType dtype) {
   OpKind kind = op.kind();
   const ir::OpAttrs &attrs = op.attrs();
-  bool isArg = kind == OpKind::Argmax || kind == OpKind::Argmin;
+  bool isArg = ir::isPositionalReduction(kind);
   // argmax/argmin without axes reduce the flattened array; keepdims then keeps every axis as 1.
   bool flatten = isArg && attrs.axes.empty();
   Tensor x = flatten ? input.reshaped({input.numElements()}) : input;
@@ -153,10 +153,7 @@ Tensor reductionKernel(const ir::Op &op, const Tensor &input, ir::DType dtype) {
       for (size_t i = 0; i < x.rank(); ++i)
         if (!reduced[i]) outShape[i] = x.shape()[i];
   }
-  bool hasIdentity = kind != OpKind::Max && kind != OpKind::Min && !isArg;
-  if (length == 0 && !hasIdentity)
-    throw ir::UserError(std::string("zero-size array to reduction operation ") + op.name() +
-                        " which has no identity");
+  ir::checkReductionOfElements(kind, length);
 
   Tensor rows = x.permuted(perm).contiguous();
   Tensor out = Tensor::empty(dtype, outShape);

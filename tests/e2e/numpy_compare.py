@@ -172,6 +172,12 @@ def groups():
         C("round(h)", lambda v: np.round(v.h)),
         C("sign(z)", lambda v: np.sign(v.z)),
         C("erf(x)", lambda v: erf(v.x)),
+        C("tan(x * 0.4)", lambda v: np.tan(v.x * F32(0.4)), tol=TRANS),
+        C("atan(big)", lambda v: np.arctan(v.big), tol=TRANS),
+        C("sinh(x)", lambda v: np.sinh(v.x), tol=TRANS),
+        C("cosh(x)", lambda v: np.cosh(v.x), tol=TRANS),
+        C("log2(p)", lambda v: np.log2(v.p), tol=TRANS),
+        C("exp2(big)", lambda v: np.exp2(v.big), tol=TRANS),
         C("exp(-x) * sqrt(p) + 1.0", lambda v: np.exp(-v.x) * np.sqrt(v.p) + 1.0),
     ]))
 
@@ -206,6 +212,12 @@ def groups():
         C("round(h)", lambda v: np.round(v.h)),
         C("sign(z)", lambda v: np.sign(v.z)),
         C("erf(x)", lambda v: erf(v.x), tol=TRANS),
+        C("tan(x * 0.4)", lambda v: np.tan(v.x * 0.4), tol=TRANS),
+        C("atan(big)", lambda v: np.arctan(v.big), tol=TRANS),
+        C("sinh(x)", lambda v: np.sinh(v.x), tol=TRANS),
+        C("cosh(x)", lambda v: np.cosh(v.x), tol=TRANS),
+        C("log2(p)", lambda v: np.log2(v.p), tol=TRANS),
+        C("exp2(big)", lambda v: np.exp2(v.big), tol=TRANS),
     ]))
 
     # -- Elementwise functions of integers and bools --------------------------------------------------------------
@@ -232,6 +244,9 @@ def groups():
         C("sin(bi)", lambda v: np.sin(v.bi), tol=TRANS),
         C("sigmoid(ai)", lambda v: sigmoid(v.ai.astype(F64)), tol=TRANS),
         C("erf(ai)", lambda v: erf(v.ai), tol=TRANS),
+        C("log2(pi)", lambda v: np.log2(v.pi), tol=TRANS),
+        C("exp2(ai)", lambda v: np.exp2(v.ai), tol=TRANS),
+        C("atan(bi)", lambda v: np.arctan(v.bi), tol=TRANS),
         # NumPy 1.24 computes exp of bool in float16; tgc in its default float, f64.
         C("exp(m)", lambda v: np.exp(v.m.astype(F64)), tol=TRANS),
         C("abs(m)", lambda v: np.abs(v.m)),

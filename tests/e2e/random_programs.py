@@ -364,6 +364,12 @@ FUNCTIONS = {
     "sigmoid": (sigmoid, lambda x: sigmoid(x) * (1 - sigmoid(x)), (-30, None)),
     "softplus": (lambda x: np.logaddexp(0.0, x), sigmoid, (None, None)),
     "erf": (_erf, lambda x: 2 / np.sqrt(np.pi) * np.exp(-x * x), (None, None)),
+    "tan": (np.tan, lambda x: 1 + np.tan(x) ** 2, (-1.3, 1.3)),
+    "atan": (np.arctan, lambda x: 1 / (1 + x * x), (None, None)),
+    "sinh": (np.sinh, np.cosh, (-20, 20)),
+    "cosh": (np.cosh, lambda x: np.abs(np.sinh(x)), (-20, 20)),
+    "log2": (np.log2, lambda x: 1 / (x * np.log(2)), (0.05, None)),
+    "exp2": (np.exp2, lambda x: np.log(2) * np.exp2(x), (-40, 14)),
 }
 
 ARITH = {"+": (ADD, np.add), "-": (ADD, np.subtract), "*": (MUL, np.multiply), "/": (MUL, np.true_divide),

@@ -236,19 +236,13 @@ TEST(DeviceLayerTest, AGemmOperandCopiedToRowMajorLivesUntilTheGemm) {
   EXPECT_EQ(got, want);
 }
 
-/// Whether the language makes `kind` of `dtype`: rand and randn are float, everything else any dtype.
-bool languageMakes(OpKind kind, DType dtype) {
-  bool isFloat = dtype == DType::F32 || dtype == DType::F64;
-  return isFloat || (kind != OpKind::Rand && kind != OpKind::Randn);
-}
-
 /// Ops.def's device column is what the layer runs: an op with a device implementation has a device kernel
 /// for every dtype the language gives it, a host-only op none.
 TEST(DeviceLayerTest, OpsDefsDeviceColumnIsWhatTheLayerRuns) {
   using tg::runtime::DeviceLayer;
-  for (DType dtype : {DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool}) {
-#define OP(Enum, name, arity, fusion, device)                                                                \
-  if (languageMakes(OpKind::Enum, dtype)) {                                                                  \
+  for (DType dtype : tg::ir::kAllDTypes) {
+#define OP(Enum, name, arity, fusion, device, ...)                                                           \
+  if (tg::ir::takes(OpKind::Enum, dtype)) {                                                                  \
     EXPECT_EQ(DeviceLayer::hasKernel(OpKind::Enum, dtype), device)                                           \
         << name << " " << tg::ir::dtypeName(dtype);                                                          \
   }

@@ -249,12 +249,24 @@ TEST_F(GradientTest, UnaryOps) {
       {OpKind::Log1p, -0.5, 2}, {OpKind::Expm1, -2, 2},    {OpKind::Sqrt, 0.5, 2}, {OpKind::Rsqrt, 0.5, 2},
       {OpKind::Sin, -2, 2},     {OpKind::Cos, -2, 2},      {OpKind::Tanh, -2, 2},  {OpKind::Sigmoid, -3, 3},
       {OpKind::Relu, -2, 2},    {OpKind::Softplus, -3, 3}, {OpKind::Erf, -2, 2},   {OpKind::Floor, -2, 2},
-      {OpKind::Ceil, -2, 2},    {OpKind::Round, -2, 2},    {OpKind::Sign, -2, 2},
+      {OpKind::Ceil, -2, 2},    {OpKind::Round, -2, 2},    {OpKind::Sign, -2, 2},  {OpKind::Tan, -1.2, 1.2},
+      {OpKind::Atan, -3, 3},    {OpKind::Sinh, -2, 2},     {OpKind::Cosh, -2, 2},  {OpKind::Log2, 0.5, 4},
+      {OpKind::Exp2, -2, 2},
   };
   for (const Case &c : cases) {
     SCOPED_TRACE(opName(c.kind));
     expectGradientsMatch({arg({3, 4}, c.lo, c.hi)}, unaryBuild(c.kind));
   }
+  // Every unary op of floats has its case (not and casts are not differentiated).
+  const OpKind kinds[] = {
+#define OP(Enum, ...) OpKind::Enum,
+#include "ir/Ops.def"
+  };
+  for (OpKind kind : kinds)
+    if (tg::ir::isUnaryElementwise(kind) && tg::ir::takes(kind, DType::F64) && kind != OpKind::Cast)
+      EXPECT_TRUE(
+          std::any_of(std::begin(cases), std::end(cases), [&](const Case &c) { return c.kind == kind; }))
+          << opName(kind) << " has no gradient case";
 }
 
 TEST_F(GradientTest, BinaryOpsWithBroadcasting) {
@@ -348,12 +360,19 @@ TEST_F(GradientTest, Reductions) {
     bool keepdims;
   };
   const Config configs[] = {
-      {{2, 3, 4}, {}, {0, 1, 2}, false},   {{2, 3, 4}, {}, {1}, false},    {{2, 3, 4}, {}, {0, 2}, true},
-      {{5, 3}, {"n"}, {0}, false},         {{5, 3}, {"n"}, {0, 1}, false}, {{5, 3}, {"n"}, {1}, true},
+      {{2, 3, 4}, {}, {0, 1, 2}, false},
+      {{2, 3, 4}, {}, {1}, false},
+      {{2, 3, 4}, {}, {0, 2}, true},
+      {{5, 3}, {"n"}, {0}, false},
+      {{5, 3}, {"n"}, {0, 1}, false},
+      {{5, 3}, {"n"}, {1}, true},
       {{5, 3, 2}, {"n", "m"}, {2}, false}, // two symbolic kept dimensions
       // Axes that are not adjacent, after a leading one: g's axes come back counted without it.
-      {{2, 3, 4}, {}, {0, 2}, false},      {{2, 3, 1, 4}, {}, {0, 2}, false}, {{2, 3, 4, 5}, {}, {0, 2, 3}, false},
-      {{2, 3, 4, 5}, {}, {1, 3}, false},   {{2, 3, 1, 5}, {"", "", "", "n"}, {0, 2}, false},
+      {{2, 3, 4}, {}, {0, 2}, false},
+      {{2, 3, 1, 4}, {}, {0, 2}, false},
+      {{2, 3, 4, 5}, {}, {0, 2, 3}, false},
+      {{2, 3, 4, 5}, {}, {1, 3}, false},
+      {{2, 3, 1, 5}, {"", "", "", "n"}, {0, 2}, false},
   };
   for (OpKind kind : {OpKind::Sum, OpKind::Mean, OpKind::Max, OpKind::Min, OpKind::Prod}) {
     for (const Config &c : configs) {

@@ -4,7 +4,7 @@
 // benchmarks want. Also the one command-line helper the benchmarks share.
 #pragma once
 
-#include "ir/Gradient.h"
+#include "autodiff/Gradient.h"
 #include "ir/Program.h"
 
 #include <algorithm>
@@ -130,7 +130,7 @@ inline void buildMlpGradient(ir::Program &program, size_t nodes, size_t hostOnly
   ir::Value *loss = node(graph, OpKind::Mean, {node(graph, OpKind::Mul, {h, h})}, all);
   graph.addOutput(loss);
   program.outputs.push_back({"loss", loss});
-  std::vector<ir::Value *> gradients = ir::grad(graph, loss, params, {});
+  std::vector<ir::Value *> gradients = autodiff::grad(graph, loss, params, {});
   for (size_t i = 0; i < gradients.size(); ++i) {
     graph.addOutput(gradients[i]);
     program.outputs.push_back({"g" + std::to_string(i), gradients[i]});

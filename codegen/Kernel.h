@@ -14,6 +14,7 @@
 
 #include "ir/ScalarGraph.h"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -104,23 +105,36 @@ using HostKernel = int32_t (*)(const KernelArgs *args, int64_t begin, int64_t en
 using SimDeviceKernel = int32_t (*)(const KernelArgs *args, int64_t count, int64_t block, int64_t blockSize,
                                     int64_t gridSize);
 
-// The PTX kernel (entry named kernelName(spec)) has the parameters
+// The PTX kernel (entry named kernelName(spec)) has the parameters FusedParameter lists, in its order: i64
+// count, i64 rank, then pointers to global (device) memory shape, inputs, strides, output, errorFlag. shape
+// has rank entries; inputs holds one device pointer per input; strides is as in KernelArgs (unused by
+// Contiguous kernels, which may be passed null for shape and strides), and so is inputs, which lists the
+// extra outputs' pointers after the inputs'; errorFlag is one int32 that the host zeroes before the launch
+// and reads afterwards: a failing element stores its error code there (when several race, one nonzero code
+// stays). Thread (blockIdx.x * blockDim.x + threadIdx.x) handles elements from its global index in steps of
+// gridDim.x * blockDim.x (a grid-stride loop), so any 1-D launch covers any count.
 //
-//   (i64 count, i64 rank, ptr shape, ptr inputs, ptr strides, ptr output, ptr errorFlag)
-//
-// all pointers to global (device) memory: shape has rank entries; inputs holds one device pointer per input;
-// strides is as in KernelArgs (unused by Contiguous kernels, which may be passed null for shape and strides),
-// and so is inputs, which lists the extra outputs' pointers after the inputs';
-// errorFlag is one int32 that the host zeroes before the launch and reads afterwards: a failing element
-// stores its error code there (when several race, one nonzero code stays). Thread (blockIdx.x * blockDim.x +
-// threadIdx.x) handles elements from its global index in steps of gridDim.x * blockDim.x (a grid-stride
-// loop), so any 1-D launch covers any count.
-//
-// A reduction kernel's PTX entry has one parameter more, last: (..., ptr errorFlag, i64 reducedRank), and
-// shape is always needed; count is the number of OUTPUT elements. Block b handles outputs b, b + gridDim.x,
+// A reduction kernel's PTX entry has one parameter more, last: i64 reducedRank, and shape is always needed;
+// count is the number of OUTPUT elements. Block b handles outputs b, b + gridDim.x,
 // ... below count; its threads stride over each output's reduced elements and combine their partials with
 // warp shuffles and 32 slots of shared memory, so blockDim.x must be a multiple of 32 (at most 1024); the
 // kernel allocates its shared memory statically.
+
+/// The PTX kernel's parameters, in order, each of 8 bytes: the one statement of that order, which the kernel
+/// builder declares, its loops read, and the devices pass (as FusedParameters).
+enum FusedParameter : unsigned {
+  kFusedCount,
+  kFusedRank,
+  kFusedShape,
+  kFusedInputs,
+  kFusedStrides,
+  kFusedOutput,
+  kFusedErrorFlag,
+  kFusedReducedRank, // reduction kernels only
+  kFusedParameters,
+};
+/// A launch's parameter values, indexed by FusedParameter (pointers as device addresses).
+using FusedParameters = std::array<uint64_t, kFusedParameters>;
 
 /// Error codes that kernels return (host, simulated device) or store in errorFlag (PTX).
 enum : int32_t {
@@ -150,6 +164,11 @@ struct KernelSpec {
   /// asks for it where the reduced axes are the outer ones in memory (a column sum); part of every cache key.
   bool blockedOutputs = false;
 };
+
+/// The parameters the PTX kernel of `spec` takes: all for a reduction, all but reducedRank otherwise.
+inline unsigned fusedParameterCount(const KernelSpec &spec) {
+  return spec.body->reduction ? kFusedParameters : kFusedReducedRank;
+}
 
 /// Runs the host kernel compiled for `spec` over output elements [begin, end) of `args`: one call, or for a
 /// Strided elementwise kernel one per plane the range touches, the inputs and output moved to the plane's

@@ -347,16 +347,18 @@ llvm::Function *buildSimDeviceKernel(llvm::Module &module, const KernelSpec &spe
 llvm::Function *buildPtxKernel(llvm::Module &module, const KernelSpec &spec, const std::string &name) {
   llvm::LLVMContext &context = module.getContext();
   llvm::Type *i64 = llvm::Type::getInt64Ty(context), *pointer = llvm::PointerType::getUnqual(context);
-  bool isReduction = spec.body->reduction.has_value();
-  std::vector<llvm::Type *> parameters{i64, i64, pointer, pointer, pointer, pointer, pointer};
-  std::vector<const char *> names{"count", "rank", "shape", "inputs", "strides", "output", "errorFlag"};
-  if (isReduction) {
-    parameters.push_back(i64);
-    names.push_back("reducedRank");
+  const char *kNames[kFusedParameters] = {"count",   "rank",   "shape",     "inputs",
+                                          "strides", "output", "errorFlag", "reducedRank"};
+  std::vector<llvm::Type *> parameters;
+  std::vector<const char *> names;
+  for (unsigned p = 0; p < fusedParameterCount(spec); ++p) {
+    bool integer = p == kFusedCount || p == kFusedRank || p == kFusedReducedRank;
+    parameters.push_back(integer ? i64 : pointer);
+    names.push_back(kNames[p]);
   }
   llvm::Function *function = declareKernel(module, name, llvm::Type::getVoidTy(context), parameters, names);
   function->setCallingConv(llvm::CallingConv::PTX_Kernel);
-  if (isReduction) {
+  if (spec.body->reduction) {
     emitPtxReduction(*function, spec);
     return function;
   }
@@ -369,7 +371,8 @@ llvm::Function *buildPtxKernel(llvm::Module &module, const KernelSpec &spec, con
   Value *first = b.CreateAdd(b.CreateMul(special(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), blockSize),
                              special(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), "thread");
   Value *step = b.CreateMul(special(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x), blockSize, "grid.threads");
-  emitter.gridStrideLoop(operands, function->getArg(0), first, step, function->getArg(6));
+  emitter.gridStrideLoop(operands, function->getArg(kFusedCount), first, step,
+                         function->getArg(kFusedErrorFlag));
   b.CreateRetVoid();
   return function;
 }

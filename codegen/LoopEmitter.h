@@ -63,19 +63,18 @@ public:
     return operands;
   }
 
-  /// Reads the PTX entry's parameters (KernelBuilder.h): (count, rank, shape, inputs, strides, output,
-  /// errorFlag[, reducedRank]).
+  /// Reads the PTX entry's parameters (Kernel.h's FusedParameter).
   KernelOperands loadPtxParameters() {
     KernelOperands operands;
-    operands.rank = function.getArg(1);
-    operands.shape = function.getArg(2);
+    operands.rank = function.getArg(kFusedRank);
+    operands.shape = function.getArg(kFusedShape);
     // Inputs are global memory (the kernel's contract): saying so gives ld.global instead of generic loads.
-    for (llvm::Value *input : loadInputPointers(function.getArg(3)))
+    for (llvm::Value *input : loadInputPointers(function.getArg(kFusedInputs)))
       operands.inputs.push_back(builder.CreateAddrSpaceCast(
           input, llvm::PointerType::get(builder.getContext(), kGlobalAddressSpace)));
-    operands.strides = function.getArg(4);
-    operands.output = function.getArg(5);
-    if (spec.body->reduction) operands.reducedRank = function.getArg(7);
+    operands.strides = function.getArg(kFusedStrides);
+    operands.output = function.getArg(kFusedOutput);
+    if (spec.body->reduction) operands.reducedRank = function.getArg(kFusedReducedRank);
     return operands;
   }
 

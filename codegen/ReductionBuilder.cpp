@@ -620,7 +620,7 @@ void emitSimDeviceReduction(llvm::Function &function, const KernelSpec &spec) {
 void emitPtxReduction(llvm::Function &function, const KernelSpec &spec) {
   ReductionEmitter emitter(function, spec, MathTarget::Nvptx);
   KernelOperands operands = emitter.loadPtxParameters();
-  emitter.ptxBlocks(operands, function.getArg(0), function.getArg(6));
+  emitter.ptxBlocks(operands, function.getArg(kFusedCount), function.getArg(kFusedErrorFlag));
 }
 
 } // namespace tg::codegen

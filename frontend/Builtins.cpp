@@ -2,7 +2,7 @@
 // each becomes graph nodes. Argument checking happens here, with the call's locations.
 #include "frontend/GraphBuilderInternal.h"
 #include "ir/Assert.h"
-#include "ir/Npy.h"
+#include "io/Npy.h"
 
 #include <algorithm>
 #include <cmath>
@@ -167,7 +167,7 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     std::string file = path->value;
     if (!file.empty() && file[0] != '/' && path->loc.file) file = folderOf(*path->loc.file) + "/" + file;
     try {
-      return TypedValue{graph_->addConstant(ir::loadNpy(file), path->value), false};
+      return TypedValue{graph_->addConstant(io::loadNpy(file), path->value), false};
     } catch (ir::UserError &error) {
       error.loc = path->loc;
       throw;

@@ -1,6 +1,6 @@
 #include "frontend/GraphBuilderInternal.h"
 #include "ir/Assert.h"
-#include "ir/Gradient.h"
+#include "autodiff/Gradient.h"
 
 #include <algorithm>
 #include <limits>
@@ -314,7 +314,7 @@ std::vector<TypedValue> GraphBuilder::gradients(const CallExpr &call, const Scop
     wrt.push_back(value.value);
   }
   std::vector<TypedValue> results;
-  for (ir::Value *gradient : ir::grad(*graph_, cost, wrt, call.loc))
+  for (ir::Value *gradient : autodiff::grad(*graph_, cost, wrt, call.loc))
     results.push_back({gradient, false});
   return results;
 }

@@ -15,7 +15,7 @@ namespace tg::ir {
 std::string printIr(const Program &program);
 std::string printIr(const Graph &graph);
 
-/// The schema of DESIGN.md: {"inputs", "params", "outputs", "updates", "nodes": [{"id", "op", "attrs",
+/// The schema docs/cli.md documents: {"inputs", "params", "outputs", "updates", "nodes": [{"id", "op", "attrs",
 /// "place", "inputs", "outputs", "type", "loc"}], "constants": [...]}. Value ids are shared by every list;
 /// node ids are positions in topological order. `members` are added after them as they are: (name, JSON
 /// text) pairs such as the optimizer's "profile" and the lift's "placement".

@@ -1,6 +1,6 @@
 // lift (--lift=local): the legacy baseline, Theano's way, kept so that the global lift is measured against it
 // side by side (bench/lift) and tested to place nodes as it does (tests/unit/LiftPropertyTest.cpp). See
-// DESIGN.md, "Local lift".
+// docs/optimizer.md.
 //
 //   outputs that stay in device memory (params' updates) ──> to_device(value)
 //   inputs (rank >= 1) ──> to_host(to_device(i)); params kept in device memory ──> to_host(device input)

@@ -1,5 +1,5 @@
 // The optimizer database (Theano's optdb): one ordered table of named passes with positions and tags,
-// selected by include/exclude queries and run in order, each timed and profiled. DESIGN.md lists the passes.
+// selected by include/exclude queries and run in order, each timed and profiled. docs/optimizer.md lists the passes.
 #pragma once
 
 #include "ir/Program.h"

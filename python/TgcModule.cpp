@@ -1,4 +1,4 @@
-// tgc._tgc: the Python binding of the library (tools/Api.h), wrapped by python/tgc/__init__.py.
+// tgc._tgc: the Python binding of the library (api/Api.h), wrapped by python/tgc/__init__.py.
 //
 // NumPy arrays cross without copies where they can: an input whose dtype is tgc's, whose elements are aligned
 // and whose strides are non-negative multiples of its item size is read in place (else copied once); an
@@ -7,7 +7,7 @@
 // under the GIL, never from inside a call.
 #include "runtime/Blas.h"
 #include "runtime/Executor.h"
-#include "tools/Api.h"
+#include "api/Api.h"
 
 #include <mutex>
 #include <pybind11/numpy.h>
@@ -375,7 +375,7 @@ PyObject *newError(py::module_ &module, const char *name, PyObject *bases, const
 } // namespace
 
 PYBIND11_MODULE(_tgc, module) {
-  module.doc() = "tgc's library (tools/Api.h); use it through the tgc package";
+  module.doc() = "tgc's library (api/Api.h); use it through the tgc package";
   module.attr("__version__") = TGC_VERSION_STRING;
   errorTypes.base =
       newError(module, "Error", PyExc_Exception,

@@ -37,9 +37,6 @@ std::optional<std::string> openBlasCore() {
   return name;
 }
 
-/// Below this many multiply-adds per thread a product is not split (one panel on the calling thread).
-constexpr double kWorkPerThread = 1 << 20;
-
 /// Sets the calling thread's OpenMP thread count to one while it lives, so that a oneDNN call made meanwhile
 /// runs on this thread alone; then restores the count it had (the caller's own OpenMP code keeps it).
 class OneOpenMpThread {
@@ -100,7 +97,7 @@ void libraryGemm(GemmMatrix<float> a, GemmMatrix<float> b, float *c, int64_t n, 
   int64_t side = byRows ? n : m;
   double work =
       static_cast<double>(n) * static_cast<double>(m) * static_cast<double>(std::max<int64_t>(k, 1));
-  int64_t panels = std::clamp<int64_t>(std::min<double>(hostThreads(), work / kWorkPerThread), 1,
+  int64_t panels = std::clamp<int64_t>(std::min<double>(hostThreads(), work / kMultiplyAddsPerThread), 1,
                                        std::max<int64_t>(side, 1));
   std::atomic<int> failure{dnnl_success};
   parallelFor(panels, [&](int64_t panel) {

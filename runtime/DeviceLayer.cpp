@@ -4,6 +4,7 @@
 #include "ir/ScalarGraph.h"
 #include "ir/SourceLoc.h"
 #include "runtime/ArgReduction.h"
+#include "runtime/DevicePlan.h"
 #include "runtime/FusedLaunch.h"
 #include "runtime/KernelSupport.h"
 #include "runtime/Kernels.h"
@@ -12,6 +13,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <sstream>
 
@@ -21,42 +23,12 @@ namespace {
 
 using ir::OpKind;
 
-/// Threads per block of an elementwise launch, and how many blocks per multiprocessor a grid-stride launch
-/// needs to keep it busy.
-constexpr unsigned kBlockSize = 256, kBlocksPerMultiprocessor = 16;
-/// Blocks per multiprocessor of a reduction launch (one block per output, grid-striding beyond).
-constexpr unsigned kReductionBlocksPerMultiprocessor = 64;
-
-/// A body of one instruction: an elementwise op applied to the node's inputs.
-ir::ScalarGraph singleOpBody(const ir::Node &node) {
-  ir::ScalarGraph body;
-  ir::ScalarInstr instr{node.op().kind(), node.output()->type().dtype, {}, 0};
-  for (uint32_t i = 0; i < node.inputs().size(); ++i) {
-    body.inputDtypes.push_back(node.input(i)->type().dtype);
-    instr.operands.push_back(i);
-  }
-  body.body.push_back(std::move(instr));
-  return body;
-}
-
-/// Whether a kernel of `body` can store an error code (an integer pow with a negative exponent).
-bool canFail(const ir::ScalarGraph &body) {
-  return std::any_of(body.body.begin(), body.body.end(), [](const ir::ScalarInstr &instr) {
-    return instr.kind == OpKind::Pow && instr.dtype != ir::DType::F32 && instr.dtype != ir::DType::F64;
-  });
-}
-
 size_t byteSize(const Tensor &tensor) {
   return static_cast<size_t>(tensor.numElements()) * ir::dtypeSize(tensor.dtype());
 }
 
 DeviceAddress addressOf(const Tensor &tensor) {
   return static_cast<DeviceAddress>(reinterpret_cast<uintptr_t>(tensor.rawData()));
-}
-
-std::string gridText(const Grid &grid) {
-  return "grid " + std::to_string(grid.blocksX) + "x" + std::to_string(grid.blocksY) + " block " +
-         std::to_string(grid.threadsX) + "x" + std::to_string(grid.threadsY);
 }
 
 /// What a reduction of no element gives (codegen/Kernel.h): its identity (Ops.def), divided by 0 for a mean:
@@ -112,19 +84,6 @@ Tensor DeviceLayer::download(const Tensor &device) {
   return target;
 }
 
-bool DeviceLayer::hasKernel(ir::OpKind kind, ir::DType dtype) {
-  if (!ir::opInfo(kind).hasDevice) return false;
-  switch (kind) {
-  case OpKind::Eye:
-  case OpKind::Arange:
-  case OpKind::Rand:
-  case OpKind::Randn:
-    return codegen::hasCreationKernel(kind, dtype);
-  default:
-    return true;
-  }
-}
-
 Tensor DeviceLayer::run(const ir::Node &node, const std::vector<Tensor> &arguments,
                         std::span<Tensor> extraOutputs) {
   TG_ASSERT(extraOutputs.size() + 1 == node.outputs().size())
@@ -135,48 +94,37 @@ Tensor DeviceLayer::run(const ir::Node &node, const std::vector<Tensor> &argumen
     inputs.push_back(argument.memory() == Memory::Device ? argument : upload(argument));
   const ir::Op &op = node.op();
   ir::DType dtype = node.output()->type().dtype;
-  if (!hasKernel(op.kind(), dtype))
-    return staged(node, inputs,
-                  "no device kernel for " + std::string(op.name()) + " of " + ir::dtypeName(dtype));
-  switch (op.kind()) {
-  case OpKind::Fused:
-    return op.attrs().body->reduction ? reduce(op, inputs, dtype, extraOutputs)
-                                      : elementwise(*op.attrs().body, inputs, {}, extraOutputs);
-  case OpKind::Matmul:
+  DeviceStep step = planDeviceStep(node);
+  switch (step.kind) {
+  case DeviceStep::Kind::Kernel:
+    return elementwise(*step.fused->attrs().body, inputs, {}, extraOutputs);
+  case DeviceStep::Kind::Reduction:
+    return reduce(*step.fused, inputs, dtype, extraOutputs);
+  case DeviceStep::Kind::PositionalReduction:
+    return argReduce(op, inputs[0]);
+  case DeviceStep::Kind::Matmul:
     return matmul(inputs[0], inputs[1], dtype);
-  case OpKind::Transpose:
-  case OpKind::BroadcastTo:
-  case OpKind::Slice: // views: no element is read
-    return runOp(op, inputs, {node.output()->type()}).at(0);
-  case OpKind::Reshape:
-    return runOp(op, {contiguous(inputs[0])}, {node.output()->type()}).at(0);
-  case OpKind::Zeros:
-  case OpKind::Ones:
-  case OpKind::Full:
-  case OpKind::ZerosLike:
-  case OpKind::OnesLike:
-    return create(node, inputs);
-  case OpKind::Eye:
-  case OpKind::Arange:
-  case OpKind::Rand:
-  case OpKind::Randn:
+  case DeviceStep::Kind::Fill: {
+    bool like = !inputs.empty(); // zeros_like, ones_like
+    return elementwise(*step.fused->attrs().body, {}, like ? inputs[0].shape() : op.attrs().shape);
+  }
+  case DeviceStep::Kind::Broadcast: {
+    ir::OpAttrs scalar = op.attrs();
+    scalar.shape = {};
+    Tensor value =
+        upload(runOp(ir::Op(op.kind(), scalar), {}, {ir::TensorType{dtype, {}, ir::Place::Host}}).at(0));
+    return elementwise(*step.fused->attrs().body, {value}, op.attrs().shape);
+  }
+  case DeviceStep::Kind::Creation:
     return createByIndex(op, dtype);
-  default:
-    break;
+  case DeviceStep::Kind::View: // no element is read
+    return runOp(op, inputs, {node.output()->type()}).at(0);
+  case DeviceStep::Kind::Reshape:
+    return runOp(op, {contiguous(inputs[0])}, {node.output()->type()}).at(0);
+  case DeviceStep::Kind::Join:
+    return join(op, inputs);
   }
-  if (ir::isScalarOp(op.kind())) return elementwise(singleOpBody(node), inputs);
-  if (ir::isPrologueReduction(op.kind())) {
-    ir::OpAttrs attrs = op.attrs();
-    auto body = std::make_shared<ir::ScalarGraph>();
-    body->inputDtypes = {inputs[0].dtype()};
-    body->reduction = op.kind();
-    attrs.body = std::move(body);
-    return reduce(ir::Op(OpKind::Fused, std::move(attrs), ir::Place::Device), inputs, dtype);
-  }
-  if (ir::isPositionalReduction(op.kind())) return argReduce(op, inputs[0]);
-  if (op.kind() == OpKind::Concat || op.kind() == OpKind::Stack) return join(op, inputs);
-  TG_ASSERT(false) << "the device layer has no dispatch for " << op.name()
-                   << ", though hasKernel says it runs";
+  TG_ASSERT(false) << "no device step for " << op.name();
   return {};
 }
 
@@ -190,10 +138,6 @@ std::string DeviceLayer::report() const {
   text << name_ << ": " << launches_ << " kernel launches, " << gemms_ << " gemms, " << generatedMatmuls_
        << " generated matmuls";
   if (std::string more = deviceReport(); !more.empty()) text << "; " << more;
-  for (const auto &[op, why] : stagedReasons_)
-    text << "\n"
-         << name_ << ": " << stagedCounts_.at(op) << " " << op
-         << " node(s) ran on the host through staging: " << why;
   return text.str();
 }
 
@@ -238,7 +182,7 @@ Tensor DeviceLayer::contiguous(const Tensor &tensor) {
 /// them: the block (kept alive until the launch is done) and the address of each part.
 struct DeviceLayer::PackedArgs {
   Tensor block;
-  DeviceAddress shape, strides, inputs, errorFlag;
+  DeviceAddress shape, strides, inputs, errorFlag; // strides: 0 when the launch reads none
 };
 
 DeviceLayer::PackedArgs DeviceLayer::pack(const codegen::KernelArgs &args, size_t numInputs, bool strided) {
@@ -252,26 +196,44 @@ DeviceLayer::PackedArgs DeviceLayer::pack(const codegen::KernelArgs &args, size_
   Tensor block = allocate(ir::DType::I64, {static_cast<int64_t>(words.size())});
   DeviceAddress base = addressOf(block);
   toDevice(base, words.data(), words.size() * sizeof(int64_t));
-  return {block, base, base + rank * 8, base + (rank + strideCount) * 8,
+  return {block, base, strided ? base + rank * 8 : 0, base + (rank + strideCount) * 8,
           base + (rank + strideCount + numInputs) * 8};
 }
 
-/// A grid-stride launch over `count` elements: blocks of kBlockSize threads, enough to keep every
-/// multiprocessor busy.
-Grid DeviceLayer::elementwiseGrid(int64_t count) const {
-  auto blocks = static_cast<unsigned>(std::min<int64_t>(
-      (count + kBlockSize - 1) / kBlockSize, int64_t(multiprocessors_) * kBlocksPerMultiprocessor));
-  return {blocks, 1, kBlockSize, 1};
+/// A launch of the kernel of `spec` over `count` elements (a reduction's: outputs), its arguments in device
+/// memory (pack).
+FusedKernelLaunch DeviceLayer::fusedLaunch(const codegen::KernelSpec &spec, const Grid &grid, int64_t count,
+                                           const codegen::KernelArgs &args, const PackedArgs &packed,
+                                           DeviceAddress output) {
+  FusedKernelLaunch launch{spec, grid, {}};
+  codegen::FusedParameters &p = launch.parameters;
+  p[codegen::kFusedCount] = static_cast<uint64_t>(count);
+  p[codegen::kFusedRank] = static_cast<uint64_t>(args.rank);
+  p[codegen::kFusedShape] = packed.shape;
+  p[codegen::kFusedInputs] = packed.inputs;
+  p[codegen::kFusedStrides] = packed.strides;
+  p[codegen::kFusedOutput] = output;
+  p[codegen::kFusedErrorFlag] = packed.errorFlag;
+  p[codegen::kFusedReducedRank] = static_cast<uint64_t>(args.reducedRank);
+  return launch;
 }
 
-/// Launches, then where the kernel can fail reads its error flag back and throws the kernel's error.
-void DeviceLayer::launchTraced(const FusedKernelLaunch &fused, bool canFail) {
-  if (trace_) trace_->line("launch " + codegen::kernelName(fused.spec) + " " + gridText(fused.grid));
-  launch(fused);
+/// Traces and counts a launch of the kernel `name`, then runs `start` (the device's launch primitive).
+void DeviceLayer::issue(const std::string &name, const Grid &grid, const std::function<void()> &start) {
+  if (trace_)
+    trace_->line("launch " + name + " grid " + std::to_string(grid.blocksX) + "x" +
+                 std::to_string(grid.blocksY) + " block " + std::to_string(grid.threadsX) + "x" +
+                 std::to_string(grid.threadsY));
+  start();
   ++launches_;
-  if (!canFail) return;
+}
+
+/// A fused kernel's launch; where the kernel can fail, its error flag read back and its error thrown.
+void DeviceLayer::issue(const FusedKernelLaunch &fused) {
+  issue(codegen::kernelName(fused.spec), fused.grid, [&] { launch(fused); });
+  if (!kernelCanFail(*fused.spec.body)) return;
   int32_t code = 0;
-  toHost(&code, fused.errorFlag, sizeof code);
+  toHost(&code, fused.parameters[codegen::kFusedErrorFlag], sizeof code);
   if (code != codegen::kKernelOk) throw ir::UserError(codegen::kernelErrorMessage(code));
 }
 
@@ -286,19 +248,8 @@ Tensor DeviceLayer::elementwise(const ir::ScalarGraph &body, const std::vector<T
   if (count == 0) return bound.output;
   bool strided = bound.layout == codegen::Layout::Strided;
   PackedArgs packed = pack(bound.args, body.numArrays(), strided);
-  auto blocks = static_cast<unsigned>(std::min<int64_t>(
-      (count + kBlockSize - 1) / kBlockSize, int64_t(multiprocessors_) * kBlocksPerMultiprocessor));
-  FusedKernelLaunch fused{{&body, bound.layout},
-                          {blocks, 1, kBlockSize, 1},
-                          count,
-                          bound.args.rank,
-                          0,
-                          packed.shape,
-                          packed.inputs,
-                          strided ? packed.strides : 0,
-                          addressOf(bound.output),
-                          packed.errorFlag};
-  launchTraced(fused, canFail(body));
+  issue(fusedLaunch({&body, bound.layout}, elementwiseGrid(count, multiprocessors_), count, bound.args,
+                    packed, addressOf(bound.output)));
   return bound.output;
 }
 
@@ -317,38 +268,9 @@ Tensor DeviceLayer::reduce(const ir::Op &op, const std::vector<Tensor> &inputs, 
     return elementwise(fill, {}, bound.output.shape());
   }
   PackedArgs packed = pack(bound.args, body.numArrays(), true);
-  // One block per output, in whole warps, as many threads as the reduced elements need (up to 256).
-  auto threads = static_cast<unsigned>(std::clamp<int64_t>((bound.reducedCount + 31) / 32 * 32, 32, 256));
-  auto blocks = static_cast<unsigned>(
-      std::min<int64_t>(count, int64_t(multiprocessors_) * kReductionBlocksPerMultiprocessor));
-  FusedKernelLaunch fused{{&body, bound.layout}, {blocks, 1, threads, 1}, count,
-                          bound.args.rank,       bound.args.reducedRank,  packed.shape,
-                          packed.inputs,         packed.strides,          addressOf(bound.output),
-                          packed.errorFlag};
-  launchTraced(fused, canFail(body));
+  issue(fusedLaunch({&body, bound.layout}, reductionGrid(count, bound.reducedCount, multiprocessors_), count,
+                    bound.args, packed, addressOf(bound.output)));
   return bound.output;
-}
-
-/// zeros, ones (and their _like forms): a program of one immediate over the shape; full: its value, converted
-/// on the host as the CPU converts it, uploaded and broadcast by a copy kernel.
-Tensor DeviceLayer::create(const ir::Node &node, const std::vector<Tensor> &inputs) {
-  const ir::Op &op = node.op();
-  ir::DType dtype = node.output()->type().dtype;
-  bool like = op.kind() == OpKind::ZerosLike || op.kind() == OpKind::OnesLike;
-  std::vector<int64_t> shape = like ? inputs[0].shape() : op.attrs().shape;
-  ir::ScalarGraph body;
-  if (op.kind() == OpKind::Full) {
-    ir::OpAttrs scalar = op.attrs();
-    scalar.shape = {};
-    Tensor value =
-        upload(runOp(ir::Op(OpKind::Full, scalar), {}, {ir::TensorType{dtype, {}, ir::Place::Host}}).at(0));
-    body.inputDtypes = {dtype};
-    body.body.push_back({OpKind::Cast, dtype, {0}, 0});
-    return elementwise(body, {value}, std::move(shape));
-  }
-  bool one = op.kind() == OpKind::Ones || op.kind() == OpKind::OnesLike;
-  body.body.push_back({OpKind::Full, dtype, {}, one ? 1.0 : 0.0});
-  return elementwise(body, {}, std::move(shape));
 }
 
 /// eye, arange, rand, randn: the creation kernel over the op's shape.
@@ -356,7 +278,8 @@ Tensor DeviceLayer::createByIndex(const ir::Op &op, ir::DType dtype) {
   Tensor out = allocate(dtype, op.attrs().shape);
   int64_t count = out.numElements();
   if (count == 0) return out;
-  CreationKernelLaunch kernel{op.kind(), dtype, elementwiseGrid(count), count, addressOf(out)};
+  CreationKernelLaunch kernel{op.kind(), dtype, elementwiseGrid(count, multiprocessors_), count,
+                              addressOf(out)};
   if (op.kind() == OpKind::Eye) kernel.p0 = op.attrs().shape.at(1);
   if (op.kind() == OpKind::Rand || op.kind() == OpKind::Randn)
     kernel.p0 = static_cast<int64_t>(op.attrs().seed);
@@ -365,10 +288,7 @@ Tensor DeviceLayer::createByIndex(const ir::Op &op, ir::DType dtype) {
     kernel.p0 = terms.first, kernel.p1 = terms.step, kernel.x0 = terms.floatFirst,
     kernel.x1 = terms.floatStep;
   }
-  if (trace_)
-    trace_->line("launch " + codegen::creationKernelName(op.kind(), dtype) + " " + gridText(kernel.grid));
-  launch(kernel);
-  ++launches_;
+  issue(codegen::creationKernelName(op.kind(), dtype), kernel.grid, [&] { launch(kernel); });
   return out;
 }
 
@@ -481,25 +401,10 @@ void DeviceLayer::multiply(const Tensor &a, const Tensor &b, DeviceAddress c, ir
   int64_t n = a.shape()[0], k = a.shape()[1], m = b.shape()[1];
   if (!hasGemm(dtype)) {
     // The generated kernel reads a and b in place, through their strides.
-    auto blocks = [](int64_t size) {
-      return static_cast<unsigned>((size + codegen::kMatmulTile - 1) / codegen::kMatmulTile);
-    };
-    auto threads = static_cast<unsigned>(codegen::kMatmulThreads);
-    MatmulKernelLaunch kernel{dtype,
-                              {blocks(m), blocks(n), threads, threads},
-                              n,
-                              m,
-                              k,
-                              addressOf(a),
-                              a.strides()[0],
-                              a.strides()[1],
-                              addressOf(b),
-                              b.strides()[0],
-                              b.strides()[1],
-                              c};
-    if (trace_) trace_->line("launch " + codegen::matmulKernelName(dtype) + " " + gridText(kernel.grid));
-    launch(kernel);
-    ++launches_;
+    MatmulKernelLaunch kernel{
+        dtype,          matmulGrid(n, m), n, m, k, addressOf(a), a.strides()[0], a.strides()[1], addressOf(b),
+        b.strides()[0], b.strides()[1],   c};
+    issue(codegen::matmulKernelName(dtype), kernel.grid, [&] { launch(kernel); });
     ++generatedMatmuls_;
     return;
   }
@@ -524,27 +429,15 @@ void DeviceLayer::multiply(const Tensor &a, const Tensor &b, DeviceAddress c, ir
   product.dtype = dtype, product.n = n, product.m = m, product.k = k, product.c = c;
   Tensor readA = operand(a, product.a, product.transposeA, product.leadingA);
   Tensor readB = operand(b, product.b, product.transposeB, product.leadingB);
-  product.strideC = n * m;
   if (trace_) {
     std::ostringstream line;
     line << "gemm " << ir::dtypeName(dtype) << " n " << n << " m " << m << " k " << k << " ta "
          << product.transposeA << " tb " << product.transposeB << " lda " << product.leadingA << " ldb "
-         << product.leadingB << " batch " << product.batch;
+         << product.leadingB;
     trace_->line(line.str());
   }
   gemm(product);
   ++gemms_;
-}
-
-/// Runs the node's CPU kernel on host copies of its inputs and uploads the result.
-Tensor DeviceLayer::staged(const ir::Node &node, const std::vector<Tensor> &inputs, const std::string &why) {
-  std::vector<Tensor> host;
-  for (const Tensor &input : inputs)
-    host.push_back(download(input));
-  std::string name = node.op().name();
-  ++stagedCounts_[name];
-  stagedReasons_[name] = why;
-  return upload(runOp(node.op(), host, {node.output()->type()}).at(0));
 }
 
 } // namespace tg::runtime

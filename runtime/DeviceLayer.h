@@ -1,9 +1,10 @@
-// The device layer: what each device op becomes on a device, written once against the few primitives a
-// device provides (allocate and free, copies host→device, device→host and device→device, a launch of a
-// generated kernel on a grid, gemm, synchronize). CudaDevice (runtime/cuda) implements the primitives with
-// the driver API and cuBLAS; the simulated device (SimDevice.cpp) with memory of its own and the device
-// kernels' code compiled for the host, run block by block over the same grid. So the simulated device runs
-// what a GPU runs: the same kernels, launch shapes, gemms and copies, in the same order.
+// The device layer: what each device op becomes on a device (the device plan, runtime/DevicePlan.h), carried
+// out once against the few primitives a device provides (allocate and free, copies host→device, device→host
+// and device→device, a launch of a generated kernel on a grid, gemm, synchronize). CudaDevice (runtime/cuda)
+// implements the primitives with the driver API and cuBLAS; the simulated device (SimDevice.cpp) with memory
+// of its own and the device kernels' code compiled for the host, run block by block over the same grid. So
+// the simulated device runs what a GPU runs: the same kernels, launch shapes, gemms and copies, in the same
+// order.
 //
 //   fused node, elementwise op     a generated kernel (an unfused elementwise op is a one-op program)
 //   fused or plain reduction       the generated reduction kernel (one block per output)
@@ -16,9 +17,8 @@
 //   eye, arange, rand, randn       the creation kernels (codegen/Kernel.h): each element from its index
 //   transpose, broadcast_to,       views of device memory (reshape of a non-contiguous value copies it with
 //   slice, reshape                 a generated kernel first)
-//   anything else (hasKernel)      staged: inputs copied to the host, the CPU kernel, the result copied back;
-//                                  counted and named in report() (tgc run -v). Only ops that Ops.def marks
-//                                  host-only, which the placement keeps off the device.
+//
+// Ops that Ops.def marks host-only (sort, argsort, cumsum) have no step: placement keeps them on the host.
 //
 // A kernel that can fail (integer pow with a negative exponent) stores an error code in a flag that is read
 // back after its launch.
@@ -29,10 +29,11 @@
 
 #include "codegen/Kernel.h"
 #include "runtime/Device.h"
+#include "runtime/DevicePlan.h"
 
 #include <cstdint>
 #include <cstdio>
-#include <map>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -41,18 +42,12 @@ namespace tg::runtime {
 /// An address in a device's memory.
 using DeviceAddress = uint64_t;
 
-/// A grid of blocks of threads (x, y).
-struct Grid {
-  unsigned blocksX = 1, blocksY = 1, threadsX = 1, threadsY = 1;
-};
-
-/// A launch of the generated kernel of `spec` (codegen/Kernel.h): its PTX entry's parameters, in device
-/// memory where they are pointers. A reduction kernel (spec.body->reduction set) also reads reducedRank.
+/// A launch of the generated kernel of `spec` (codegen/Kernel.h): its PTX entry's parameters, by
+/// codegen::FusedParameter, in device memory where they are pointers.
 struct FusedKernelLaunch {
   codegen::KernelSpec spec;
   Grid grid;
-  int64_t count = 0, rank = 0, reducedRank = 0;
-  DeviceAddress shape = 0, inputs = 0, strides = 0, output = 0, errorFlag = 0;
+  codegen::FusedParameters parameters{};
 };
 
 /// A launch of the generated matmul kernel of `dtype` (codegen/Kernel.h's matmul section).
@@ -79,8 +74,7 @@ struct CreationKernelLaunch {
 };
 
 /// c (n x m, row-major, leading dimension m) = op(a) (n x k) @ op(b) (k x m), row-major operands with leading
-/// dimensions `leadingA`, `leadingB`, transposed where said; `batch` such products at element strides
-/// strideA, strideB, strideC (n * m for c).
+/// dimensions `leadingA`, `leadingB`, transposed where said.
 struct Gemm {
   ir::DType dtype = ir::DType::F32;
   int64_t n = 0, m = 0, k = 0;
@@ -91,7 +85,6 @@ struct Gemm {
   bool transposeB = false;
   int64_t leadingB = 1;
   DeviceAddress c = 0;
-  int64_t batch = 1, strideA = 0, strideB = 0, strideC = 0;
 };
 
 /// A device's memory: allocation and release, shared by the device and every buffer it hands out (a tensor
@@ -111,7 +104,7 @@ public:
 ///   free 4096
 ///   h2d 4000                          a copy host→device of 4000 bytes (d2h, d2d likewise)
 ///   launch tgc_fused_0123456789abcdef grid 16x1 block 256x1
-///   gemm f32 n 64 m 32 k 16 ta 0 tb 1 batch 1
+///   gemm f32 n 64 m 32 k 16 ta 0 tb 1 lda 16 ldb 16
 ///   sync
 ///
 /// Lines name no address, so two devices doing the same work write the same file.
@@ -132,11 +125,6 @@ private:
 
 class DeviceLayer : public Device {
 public:
-  /// Whether run() computes `kind` (giving `dtype`) on the device, else staging it through the host: every op
-  /// that ir/Ops.def says has a device implementation, for every dtype the language gives it (to_device and
-  /// to_host are upload and download).
-  static bool hasKernel(ir::OpKind kind, ir::DType dtype);
-
   Tensor upload(const Tensor &host) final;
   Tensor download(const Tensor &device) final;
   Tensor run(const ir::Node &node, const std::vector<Tensor> &arguments,
@@ -177,13 +165,14 @@ private:
   Tensor argReduce(const ir::Op &op, Tensor x);
   Tensor matmul(const Tensor &left, const Tensor &right, ir::DType dtype);
   void multiply(const Tensor &a, const Tensor &b, DeviceAddress c, ir::DType dtype);
-  Tensor create(const ir::Node &node, const std::vector<Tensor> &inputs);
   Tensor createByIndex(const ir::Op &op, ir::DType dtype);
-  Grid elementwiseGrid(int64_t count) const;
-  Tensor staged(const ir::Node &node, const std::vector<Tensor> &inputs, const std::string &why);
   struct PackedArgs;
   PackedArgs pack(const codegen::KernelArgs &args, size_t numInputs, bool strided);
-  void launchTraced(const FusedKernelLaunch &launch, bool canFail);
+  FusedKernelLaunch fusedLaunch(const codegen::KernelSpec &spec, const Grid &grid, int64_t count,
+                                const codegen::KernelArgs &args, const PackedArgs &packed,
+                                DeviceAddress output);
+  void issue(const std::string &name, const Grid &grid, const std::function<void()> &start);
+  void issue(const FusedKernelLaunch &fused);
   void toDevice(DeviceAddress target, const void *source, size_t bytes);
   void toHost(void *target, DeviceAddress source, size_t bytes);
 
@@ -192,8 +181,6 @@ private:
   std::shared_ptr<DeviceTrace> trace_;
   unsigned multiprocessors_;
   size_t launches_ = 0, gemms_ = 0, generatedMatmuls_ = 0;
-  std::map<std::string, size_t> stagedCounts_;
-  std::map<std::string, std::string> stagedReasons_;
 };
 
 } // namespace tg::runtime

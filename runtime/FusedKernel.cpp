@@ -18,9 +18,6 @@ namespace tg::runtime {
 
 namespace {
 
-/// Elements below which a host kernel runs on the calling thread alone (a thread costs more than it saves).
-constexpr int64_t kElementsPerThread = 1 << 16;
-
 void check(int32_t code) {
   if (code != codegen::kKernelOk) throw ir::UserError(codegen::kernelErrorMessage(code));
 }

@@ -48,9 +48,7 @@ T *pointer(DeviceAddress address) {
   return reinterpret_cast<T *>(static_cast<uintptr_t>(address));
 }
 
-/// Elements below which a simulated grid runs on the calling thread alone (a thread costs more), and bytes
-/// below which a copy does.
-constexpr int64_t kElementsPerThread = 1 << 15;
+/// Bytes below which a copy runs on the calling thread alone (a grid's elements: kElementsPerThread).
 constexpr size_t kBytesPerThread = size_t(1) << 20;
 
 /// Runs block(0), ..., block(blocks - 1), the blocks of a grid, split between the host's threads when the
@@ -102,17 +100,19 @@ private:
   /// its code in the error flag as the GPU's threads do (the first block's code stays).
   void launch(const FusedKernelLaunch &launch) override {
     codegen::SimDeviceKernel kernel = codegen::compileSimDeviceKernel(launch.spec);
-    codegen::KernelArgs args{launch.rank,
-                             pointer<const int64_t>(launch.shape),
-                             pointer<const void *const>(launch.inputs),
-                             pointer<const int64_t>(launch.strides),
-                             pointer<void>(launch.output),
-                             launch.reducedRank};
-    int32_t *flag = pointer<int32_t>(launch.errorFlag);
+    const codegen::FusedParameters &p = launch.parameters;
+    codegen::KernelArgs args{static_cast<int64_t>(p[codegen::kFusedRank]),
+                             pointer<const int64_t>(p[codegen::kFusedShape]),
+                             pointer<const void *const>(p[codegen::kFusedInputs]),
+                             pointer<const int64_t>(p[codegen::kFusedStrides]),
+                             pointer<void>(p[codegen::kFusedOutput]),
+                             static_cast<int64_t>(p[codegen::kFusedReducedRank])};
+    int32_t *flag = pointer<int32_t>(p[codegen::kFusedErrorFlag]);
+    auto count = static_cast<int64_t>(p[codegen::kFusedCount]);
     // A reduction's count is its outputs: each block reads at least a warp's worth of elements per output.
-    int64_t elements = launch.count * (launch.spec.body->reduction ? int64_t(launch.grid.threadsX) : 1);
+    int64_t elements = count * (launch.spec.body->reduction ? int64_t(launch.grid.threadsX) : 1);
     int32_t code = runGrid(launch.grid.blocksX, elements, [&](int64_t block) {
-      return kernel(&args, launch.count, block, launch.grid.threadsX, launch.grid.blocksX);
+      return kernel(&args, count, block, launch.grid.threadsX, launch.grid.blocksX);
     });
     if (code != codegen::kKernelOk && *flag == codegen::kKernelOk) *flag = code;
   }
@@ -151,17 +151,15 @@ private:
 
   void gemm(const Gemm &g) override {
     if (g.dtype == ir::DType::F32)
-      batchedGemm<float>(g);
+      gemmOf<float>(g);
     else
-      batchedGemm<double>(g);
+      gemmOf<double>(g);
   }
 
   template <typename T>
-  static void batchedGemm(const Gemm &g) {
-    for (int64_t i = 0; i < g.batch; ++i)
-      hostGemm(GemmMatrix<T>{pointer<const T>(g.a) + i * g.strideA, g.leadingA, g.transposeA},
-               GemmMatrix<T>{pointer<const T>(g.b) + i * g.strideB, g.leadingB, g.transposeB},
-               pointer<T>(g.c) + i * g.strideC, g.n, g.m, g.k);
+  static void gemmOf(const Gemm &g) {
+    hostGemm(GemmMatrix<T>{pointer<const T>(g.a), g.leadingA, g.transposeA},
+             GemmMatrix<T>{pointer<const T>(g.b), g.leadingB, g.transposeB}, pointer<T>(g.c), g.n, g.m, g.k);
   }
 
   void waitForDevice() override {}

@@ -306,16 +306,13 @@ bool isSmallGemm(ir::DType dtype, int64_t n, int64_t m, int64_t k) {
 
 namespace {
 
-/// Below this many multiply-adds a product runs on the calling thread alone.
-constexpr double kWorkPerThread = 1 << 20;
-
 /// The rows of c split between the host threads when the product is large enough (the same code for
 /// each range of rows).
 template <typename T>
 void splitRows(StridedMatrix<T> a, StridedMatrix<T> b, T *c, int64_t n, int64_t m, int64_t k) {
   double work =
       static_cast<double>(n) * static_cast<double>(m) * static_cast<double>(std::max<int64_t>(k, 1));
-  int64_t threads = std::min<int64_t>({hostThreads(), static_cast<int64_t>(work / kWorkPerThread), n});
+  int64_t threads = std::min<int64_t>({hostThreads(), static_cast<int64_t>(work / kMultiplyAddsPerThread), n});
   if (threads <= 1) return dispatch(a, b, c, n, m, k);
   parallelFor(threads, [&](int64_t t) {
     int64_t begin = n * t / threads, end = n * (t + 1) / threads;

@@ -13,7 +13,8 @@
 # tools/bundle.sh copies the libraries on the right from the system. The unit tests name their fakes by file name
 # (found through those RPATHs) and read tests/data relative to the working folder: run them from the bundle's root.
 
-set(TGC_BUNDLE_LIBRARIES tg_tools tg_api tg_frontend tg_stdlib tg_grammar tg_opt tg_runtime tg_codegen tg_ir)
+set(TGC_BUNDLE_LIBRARIES tg_tools tg_api tg_frontend tg_stdlib tg_grammar tg_autodiff tg_io tg_opt tg_runtime tg_codegen
+    tg_ir)
 set(TGC_BUNDLE_BINARIES tgc gpu tgc_unit_tests)
 
 # The static LLVM components, in place of the shared libLLVM, wherever tgc's libraries link LLVM.
@@ -45,7 +46,7 @@ target_link_libraries(tgc_library PRIVATE -Wl,--whole-archive ${archives} -Wl,--
 # Only tgc's own symbols are exported: LLVM's stay inside, and the linker drops the sections nothing reaches.
 # --as-needed: LLVMSupport names libz3, which no object tgc uses calls. -z defs: a component missing from
 # TGC_LLVM_COMPONENTS is a link error here, not a failure at load time.
-# A class's vtable and type info (_ZTV, _ZTI, _ZTS) go with it: the unit tests construct the lexers.
+# A class's vtable and type info (_ZTV, _ZTI, _ZTS) go with it: the unit tests construct tgc's classes.
 file(WRITE ${CMAKE_BINARY_DIR}/tgc_library.map
      "{ global: extern \"C++\" { tg::*; }; _ZTVN2tg*; _ZTIN2tg*; _ZTSN2tg*; local: *; };\n")
 set_property(TARGET tgc_library APPEND PROPERTY LINK_DEPENDS ${CMAKE_BINARY_DIR}/tgc_library.map)

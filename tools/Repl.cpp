@@ -2,10 +2,10 @@
 
 #include "frontend/Diagnostics.h"
 #include "frontend/ModuleLoader.h"
-#include "ir/Npy.h"
+#include "io/Npy.h"
 #include "runtime/Print.h"
-#include "tools/Api.h"
-#include "tools/Stages.h"
+#include "api/Api.h"
+#include "api/Stages.h"
 
 #include <algorithm>
 #include <charconv>
@@ -511,7 +511,7 @@ private:
       throw ir::UserError("':save' expects a file and a let's name: :save FILE.npy NAME");
     for (const Entry &entry : entries_)
       if (entry.kind == Entry::Value && entry.name == name) {
-        ir::saveNpy(file, entry.value.toData());
+        io::saveNpy(file, entry.value.toData());
         out_ << "saved " << name << " to " << file << "\n";
         return;
       }

@@ -11,12 +11,12 @@
 // Exit codes: 0 success, 1 a user error in the script or its inputs, 2 bad usage, 3 an internal error.
 #include "codegen/Kernel.h"
 #include "frontend/Diagnostics.h"
-#include "ir/Npy.h"
+#include "io/Npy.h"
 #include "opt/Pipeline.h"
 #include "runtime/Blas.h"
-#include "tools/Api.h"
+#include "api/Api.h"
 #include "tools/Repl.h"
-#include "tools/Stages.h"
+#include "api/Stages.h"
 
 #include <cctype>
 #include <charconv>
@@ -332,7 +332,7 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
   api::Options library = libraryOptions(options);
   library.device = device.device;
   for (const auto &[name, path] : options.inputs) {
-    inputs[name] = runtime::Tensor::fromData(ir::loadNpy(path));
+    inputs[name] = runtime::Tensor::fromData(io::loadNpy(path));
     library.inputShapes[name] = inputs[name].shape(); // the cost model prices the run's own sizes
   }
   api::Program program = api::Program::compile(source, library);
@@ -359,12 +359,12 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
   for (size_t i = 0; i < program.outputs().size() && i < results.size(); ++i) {
     const std::string &name = program.outputs()[i].name;
     if (const std::string *path = saved(name))
-      ir::saveNpy(*path, results[i].toData());
+      io::saveNpy(*path, results[i].toData());
     else
       tools::printNamed(std::cout, name, results[i]);
   }
   for (const api::Port &param : program.params())
-    if (const std::string *path = saved(param.name)) ir::saveNpy(*path, program.param(param.name).toData());
+    if (const std::string *path = saved(param.name)) io::saveNpy(*path, program.param(param.name).toData());
   if (options.verbose) {
     runtime::TransferStats transfers = program.transfers();
     std::cerr << "tgc: transfers: " << transfers.toDevice << " to the device, " << transfers.toHost

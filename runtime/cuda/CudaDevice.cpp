@@ -195,10 +195,10 @@ private:
   void launch(const FusedKernelLaunch &launch) override {
     CUfunction kernel =
         function(codegen::kernelName(launch.spec), [&] { return codegen::emitPtx(launch.spec, arch_); });
-    FusedKernelLaunch p = launch; // the parameters' addresses
-    std::vector<void *> parameters{&p.count,   &p.rank,   &p.shape,    &p.inputs,
-                                   &p.strides, &p.output, &p.errorFlag};
-    if (launch.spec.body->reduction) parameters.push_back(&p.reducedRank);
+    codegen::FusedParameters values = launch.parameters; // the parameters' addresses, in order
+    std::vector<void *> parameters;
+    for (unsigned i = 0; i < codegen::fusedParameterCount(launch.spec); ++i)
+      parameters.push_back(&values[i]);
     launchOnGrid(kernel, launch.grid, std::move(parameters));
   }
 
@@ -224,14 +224,8 @@ private:
 
   void gemm(const Gemm &g) override {
     auto narrow = [](int64_t value) { return static_cast<int>(value); };
-    for (int64_t i = 0; i < g.batch; ++i) {
-      size_t element = ir::dtypeSize(g.dtype);
-      cublas_->gemm(
-          g.dtype, narrow(g.n), narrow(g.m), narrow(g.k),
-          {g.a + static_cast<DeviceAddress>(i * g.strideA) * element, g.transposeA, narrow(g.leadingA)},
-          {g.b + static_cast<DeviceAddress>(i * g.strideB) * element, g.transposeB, narrow(g.leadingB)},
-          g.c + static_cast<DeviceAddress>(i * g.strideC) * element);
-    }
+    cublas_->gemm(g.dtype, narrow(g.n), narrow(g.m), narrow(g.k), {g.a, g.transposeA, narrow(g.leadingA)},
+                  {g.b, g.transposeB, narrow(g.leadingB)}, g.c);
   }
 
   void copyOnDevice(DeviceAddress target, DeviceAddress source, size_t bytes) override {

@@ -6,14 +6,12 @@
 //   fused or plain reduction       the generated reduction kernel (warp shuffles, one block per output)
 //   argmax, argmin                 two generated reductions (runtime/ArgReduction.h)
 //   concat, stack                  device-to-device copies of the parts, the joined axis moved first
-//   matmul                         cuBLAS gemm (f32, f64, up to 2-D, row-major or transposed operands), or
-//                                  without cuBLAS the generated matmul kernel (Kernel.h) on the same operands
+//   matmul                         per batch matrix, cuBLAS gemm (f32, f64, row-major or transposed
+//                                  operands), or without cuBLAS the generated matmul kernel (Kernel.h)
 //   transpose, broadcast_to,       views of device memory (reshape of a non-contiguous value copies it
 //   slice, reshape                 with a generated kernel first)
-//   anything else                  staged: inputs copied to the host, the CPU kernel, the result copied
-//                                  back; counted and named in report() (tgc run -v)
 //
-// Kernel errors (integer pow with a negative exponent) are read back after the kernels that can raise them.
+// (runtime/DevicePlan.h decides it for both devices.) Kernel errors (integer pow with a negative exponent) are read back after the kernels that can raise them.
 #pragma once
 
 #include "runtime/Device.h"

@@ -1,8 +1,8 @@
 // Fuzzes the front end and the optimizer: any bytes as a script, parsed, built into a graph and optimized,
 // for the CPU and for a device (the global and the cost-aware lifts, transfers, fusion), through the library
-// (tools/Api.h). A script may only ever be refused with diagnostics (an api::Error); anything else the
+// (api/Api.h). A script may only ever be refused with diagnostics (an api::Error); anything else the
 // sanitizers or an escaping exception report is a finding.
-#include "tools/Api.h"
+#include "api/Api.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,6 +1,6 @@
 // The CUDA driver layer and device against the fake driver the tests build (tests/fake_cuda): loading and
 // its failures, device queries, transfers (direct and through pinned staging), module loading, launches,
-// the caching allocator and out-of-memory, matmul through a fake cuBLAS, and ops staged through the host.
+// the caching allocator and out-of-memory, matmul through a fake cuBLAS.
 // The fake's device memory is host memory and its launches run nothing: numbers are checked only where no
 // generated kernel computes them (transfers, gemm, staged ops).
 #include "runtime/cuda/CudaDevice.h"
@@ -251,32 +251,6 @@ TEST_F(CudaDeviceTest, IntegerMatmulRunsTheGeneratedKernel) {
   EXPECT_EQ(result.shape(), (std::vector<int64_t>{2, 4}));
   EXPECT_EQ(count("cuLaunchKernel tgc_matmul_i32 grid=1x1x1 block=16x16x1"), 1u) << log();
   EXPECT_NE(device->report().find("1 generated matmuls"), std::string::npos) << device->report();
-  EXPECT_EQ(device->report().find("staging"), std::string::npos) << device->report();
-}
-
-TEST_F(CudaDeviceTest, OpsWithoutAKernelAreStagedThroughTheHostAndReported) {
-  // sort has no device implementation (the placement keeps it on the host); handed to the device anyway, it
-  // runs on the host through staging, and the fake's memory is host memory: the numbers come back exact.
-  Graph graph;
-  tg::ir::Value *x = graph.addInput(TensorType{DType::F32, {tg::ir::Dim::of(5)}, Place::Device}, "x");
-  tg::ir::OpAttrs attrs;
-  attrs.axes = {0};
-  tg::ir::Node *sorted = graph.addNode(Op(OpKind::Sort, attrs, Place::Device), {x});
-  std::unique_ptr<Device> device = tg::runtime::cuda::openCudaDevice();
-  auto vector = [](std::vector<double> values) {
-    TensorData data(DType::F32, {static_cast<int64_t>(values.size())});
-    for (size_t i = 0; i < values.size(); ++i)
-      data.set(static_cast<int64_t>(i), values[i]);
-    return data;
-  };
-  Tensor result = device->run(*sorted, {device->upload(Tensor::fromData(vector({3, 1, 4, 1, 5})))});
-  EXPECT_EQ(result.memory(), Memory::Device);
-  EXPECT_EQ(device->download(result).toData(), vector({1, 1, 3, 4, 5}));
-  EXPECT_NE(
-      device->report().find("1 sort node(s) ran on the host through staging: no device kernel for sort of "
-                            "f32"),
-      std::string::npos)
-      << device->report();
 }
 
 TEST_F(CudaDeviceTest, ConcatAndStackCopyDeviceMemory) {
@@ -303,7 +277,6 @@ TEST_F(CudaDeviceTest, ConcatAndStackCopyDeviceMemory) {
   Tensor sideBySide = device->run(*join(OpKind::Concat, 1), onDevice);
   EXPECT_EQ(sideBySide.shape(), (std::vector<int64_t>{2, 10}));
   EXPECT_EQ(count("cuLaunchKernel"), 2u); // a and b, axis 1 moved first, made contiguous
-  EXPECT_EQ(device->report().find("staging"), std::string::npos) << device->report();
 }
 
 TEST_F(CudaDeviceTest, ArgmaxIsTwoGeneratedReductions) {
@@ -319,7 +292,6 @@ TEST_F(CudaDeviceTest, ArgmaxIsTwoGeneratedReductions) {
   EXPECT_EQ(result.dtype(), DType::I64);
   // One block per row, 64 threads for 50 elements: the max, then the first index of it.
   EXPECT_EQ(count("grid=3x1x1 block=64x1x1"), 2u) << log();
-  EXPECT_EQ(device->report().find("staging"), std::string::npos) << device->report();
 }
 
 } // namespace

@@ -55,7 +55,6 @@ void expectDeviceMatchesCpu(OpKind kind, const OpAttrs &attrs, DType dtype, cons
   EXPECT_EQ(got.shape, want.shape) << what;
   EXPECT_EQ(got.dtype, want.dtype) << what;
   EXPECT_EQ(got, want) << what;
-  EXPECT_EQ(device->report().find("staging"), std::string::npos) << what << ": " << device->report();
 }
 
 Tensor range(DType dtype, const std::vector<int64_t> &shape, int64_t start = 0) {
@@ -236,20 +235,33 @@ TEST(DeviceLayerTest, AGemmOperandCopiedToRowMajorLivesUntilTheGemm) {
   EXPECT_EQ(got, want);
 }
 
-/// Ops.def's device column is what the layer runs: an op with a device implementation has a device kernel
-/// for every dtype the language gives it, a host-only op none.
-TEST(DeviceLayerTest, OpsDefsDeviceColumnIsWhatTheLayerRuns) {
-  using tg::runtime::DeviceLayer;
-  for (DType dtype : tg::ir::kAllDTypes) {
-#define OP(Enum, name, arity, fusion, device, ...)                                                           \
-  if (tg::ir::takes(OpKind::Enum, dtype)) {                                                                  \
-    EXPECT_EQ(DeviceLayer::hasKernel(OpKind::Enum, dtype), device)                                           \
-        << name << " " << tg::ir::dtypeName(dtype);                                                          \
-  }
+/// Ops.def's device column is what the device plan covers: every op with a device implementation has a step
+/// of its family (transfers are the executor's; host-only ops have none, placement never puts them on a
+/// device).
+TEST(DeviceLayerTest, EveryOpWithADeviceImplementationHasAStep) {
+  using Kind = tg::runtime::DeviceStep::Kind;
+  const OpKind kinds[] = {
+#define OP(Enum, ...) OpKind::Enum,
 #include "ir/Ops.def"
+  };
+  for (OpKind kind : kinds) {
+    const tg::ir::OpInfo &info = tg::ir::opInfo(kind);
+    if (!info.hasDevice || kind == OpKind::ToDevice || kind == OpKind::ToHost) continue;
+    Kind step = tg::runtime::deviceStepKind(kind);
+    switch (info.fusion) {
+    case tg::ir::FusionKind::Elementwise:
+      EXPECT_EQ(step, Kind::Kernel) << info.name;
+      break;
+    case tg::ir::FusionKind::Reduce:
+      EXPECT_TRUE(step == Kind::Reduction || step == Kind::PositionalReduction) << info.name;
+      break;
+    case tg::ir::FusionKind::Creation:
+      EXPECT_TRUE(step == Kind::Creation || step == Kind::Fill || step == Kind::Broadcast) << info.name;
+      break;
+    default:
+      if (tg::ir::isView(kind)) EXPECT_TRUE(step == Kind::View || step == Kind::Reshape) << info.name;
+    }
   }
-  EXPECT_TRUE(DeviceLayer::hasKernel(OpKind::Rand, DType::F64));
-  EXPECT_FALSE(DeviceLayer::hasKernel(OpKind::Sort, DType::F32));
 }
 
 } // namespace

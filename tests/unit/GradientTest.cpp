@@ -1,7 +1,7 @@
 // grad: every differentiable op against central finite differences in f64, a few closed forms, the user
 // errors, and determinism. Each check builds cost = sum(op(inputs) * fixed random weights) and runs both the
 // gradient and the perturbed costs with the CPU executor.
-#include "ir/Gradient.h"
+#include "autodiff/Gradient.h"
 
 #include "ir/Printers.h"
 #include "runtime/Executor.h"
@@ -15,6 +15,7 @@
 namespace tg::ir {
 namespace {
 
+using autodiff::grad;
 using runtime::Tensor;
 
 /// splitmix64: the same numbers on every platform.

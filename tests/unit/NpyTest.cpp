@@ -1,6 +1,6 @@
 // .npy reading and writing: files written by NumPy 1.24 (tests/data/npy, made with np.save and
 // numpy.lib.format.write_array), round trips, every error, and a fuzz test that mutates valid files.
-#include "ir/Npy.h"
+#include "io/Npy.h"
 
 #include "ir/SourceLoc.h"
 
@@ -46,7 +46,7 @@ std::string npyFile(const std::string &header, const std::string &data = "", int
 /// The message of the UserError that parsing `bytes` throws.
 std::string parseError(const std::string &bytes) {
   try {
-    tg::ir::parseNpy(bytes, "x.npy");
+    tg::io::parseNpy(bytes, "x.npy");
   } catch (const UserError &error) {
     return error.message;
   }
@@ -54,34 +54,34 @@ std::string parseError(const std::string &bytes) {
 }
 
 TEST(NpyTest, LoadsFilesWrittenByNumpy) {
-  TensorData f32 = tg::ir::loadNpy(kDataDir + "f32_2x3.npy");
+  TensorData f32 = tg::io::loadNpy(kDataDir + "f32_2x3.npy");
   EXPECT_EQ(f32.dtype, DType::F32);
   EXPECT_EQ(f32.shape, (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(values(f32), (std::vector<double>{-1, -0.5, 0, 0.5, 1, 1.5}));
 
-  TensorData fortran = tg::ir::loadNpy(kDataDir + "f64_fortran_3x2.npy");
+  TensorData fortran = tg::io::loadNpy(kDataDir + "f64_fortran_3x2.npy");
   EXPECT_EQ(fortran.dtype, DType::F64);
   EXPECT_EQ(fortran.shape, (std::vector<int64_t>{3, 2}));
   EXPECT_EQ(values(fortran), (std::vector<double>{1.5, -2, 3.25, 4, -5.5, 1e300}));
 
-  TensorData bigEndian = tg::ir::loadNpy(kDataDir + "i32_big_endian.npy");
+  TensorData bigEndian = tg::io::loadNpy(kDataDir + "i32_big_endian.npy");
   EXPECT_EQ(bigEndian.dtype, DType::I32);
   EXPECT_EQ(values(bigEndian), (std::vector<double>{1, -2, 300000, 2147483647}));
 
-  TensorData scalar = tg::ir::loadNpy(kDataDir + "f32_scalar.npy");
+  TensorData scalar = tg::io::loadNpy(kDataDir + "f32_scalar.npy");
   EXPECT_TRUE(scalar.shape.empty());
   EXPECT_EQ(values(scalar), std::vector<double>{2.5});
 
-  TensorData empty = tg::ir::loadNpy(kDataDir + "f64_empty_0x3.npy");
+  TensorData empty = tg::io::loadNpy(kDataDir + "f64_empty_0x3.npy");
   EXPECT_EQ(empty.shape, (std::vector<int64_t>{0, 3}));
   EXPECT_TRUE(empty.bytes.empty());
 
-  TensorData version2 = tg::ir::loadNpy(kDataDir + "i64_v2_2x2x2.npy");
+  TensorData version2 = tg::io::loadNpy(kDataDir + "i64_v2_2x2x2.npy");
   EXPECT_EQ(version2.dtype, DType::I64);
   EXPECT_EQ(version2.shape, (std::vector<int64_t>{2, 2, 2}));
   EXPECT_EQ(values(version2), (std::vector<double>{0, -3, -6, -9, -12, -15, -18, -21}));
 
-  TensorData version3 = tg::ir::loadNpy(kDataDir + "bool_v3_fortran_2x3.npy");
+  TensorData version3 = tg::io::loadNpy(kDataDir + "bool_v3_fortran_2x3.npy");
   EXPECT_EQ(version3.dtype, DType::Bool);
   EXPECT_EQ(version3.shape, (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(values(version3), (std::vector<double>{1, 0, 1, 0, 0, 1}));
@@ -90,7 +90,7 @@ TEST(NpyTest, LoadsFilesWrittenByNumpy) {
 TEST(NpyTest, WritesWhatNumpyWrites) {
   for (const char *name : {"f32_2x3.npy", "f32_scalar.npy", "f64_empty_0x3.npy"}) {
     std::string bytes = readBytes(kDataDir + name);
-    EXPECT_EQ(tg::ir::formatNpy(tg::ir::parseNpy(bytes, name)), bytes) << name;
+    EXPECT_EQ(tg::io::formatNpy(tg::io::parseNpy(bytes, name)), bytes) << name;
   }
 }
 
@@ -102,31 +102,31 @@ TEST(NpyTest, RoundTripsEveryDtypeAndShape) {
       TensorData data(dtype, shape);
       for (int64_t i = 0; i < data.numElements(); ++i)
         data.set(i, static_cast<double>(i % 3) - 0.5 * static_cast<double>(i));
-      tg::ir::saveNpy(path, data);
+      tg::io::saveNpy(path, data);
       std::string bytes = readBytes(path);
       size_t dataStart = bytes.size() - data.bytes.size();
       EXPECT_EQ(dataStart % 64, 0u);
       EXPECT_EQ(bytes[dataStart - 1], '\n');
-      EXPECT_EQ(tg::ir::loadNpy(path), data) << tg::ir::dtypeName(dtype) << " of rank " << shape.size();
+      EXPECT_EQ(tg::io::loadNpy(path), data) << tg::ir::dtypeName(dtype) << " of rank " << shape.size();
     }
   std::remove(path.c_str());
 }
 
 TEST(NpyTest, LongHeaderUsesVersion2) {
   TensorData data(DType::F32, std::vector<int64_t>(25000, 1)); // a header of about 75000 characters
-  std::string bytes = tg::ir::formatNpy(data);
+  std::string bytes = tg::io::formatNpy(data);
   EXPECT_EQ(bytes[6], 2);
   EXPECT_EQ((bytes.size() - 4) % 64, 0u);
-  EXPECT_EQ(tg::ir::parseNpy(bytes, "long.npy"), data);
+  EXPECT_EQ(tg::io::parseNpy(bytes, "long.npy"), data);
 }
 
 TEST(NpyTest, AcceptsHandWrittenHeaders) {
   std::string twoInts("\x01\x00\x00\x00\x02\x00\x00\x00", 8);
-  TensorData data = tg::ir::parseNpy(
+  TensorData data = tg::io::parseNpy(
       npyFile("{\"shape\":(2,),\"fortran_order\":False,\"descr\":\"=i4\"}\n", twoInts), "x.npy");
   EXPECT_EQ(values(data), (std::vector<double>{1, 2}));
   // Trailing bytes after the data are ignored, as NumPy does.
-  EXPECT_EQ(values(tg::ir::parseNpy(
+  EXPECT_EQ(values(tg::io::parseNpy(
                 npyFile("{'descr': '<i4', 'fortran_order': False, 'shape': (1,), }", twoInts), "x.npy")),
             std::vector<double>{1});
 }
@@ -182,7 +182,7 @@ TEST(NpyTest, RefusesWhatNumpyRefuses) {
   EXPECT_EQ(
       parseError(npyFile("{'descr': '<f4', 'fortran_order': False, 'shape': (3)}", std::string(12, 'a'))),
       "x.npy: malformed header: 'shape' must be a tuple; a one-element tuple is written (3,)");
-  EXPECT_EQ(values(tg::ir::parseNpy(
+  EXPECT_EQ(values(tg::io::parseNpy(
                 npyFile("{'descr': '<i4', 'fortran_order': False, 'shape': (1 , )}", std::string(4, '\0')),
                 "x.npy")),
             std::vector<double>{0});
@@ -193,7 +193,7 @@ TEST(NpyTest, RefusesWhatNumpyRefuses) {
   EXPECT_EQ(
       parseError(npyFile("{'descr': '<f8', 'fortran_order': False, 'shape': (0, 2305843009213693952)}")),
       "x.npy: shape is too large");
-  TensorData empty = tg::ir::parseNpy(
+  TensorData empty = tg::io::parseNpy(
       npyFile("{'descr': '<f8', 'fortran_order': False, 'shape': (0, 1152921504606846975)}"), "x.npy");
   EXPECT_EQ(empty.numElements(), 0);
   // A header length beyond the limit is refused before the header is read.
@@ -207,7 +207,7 @@ TEST(NpyTest, ReadsOnlyWhatTheHeaderDeclares) {
   EXPECT_THROW(
       {
         try {
-          tg::ir::loadNpy("/dev/zero");
+          tg::io::loadNpy("/dev/zero");
         } catch (const UserError &error) {
           EXPECT_EQ(error.message, "/dev/zero: not a .npy file (bad magic string)");
           throw;
@@ -221,14 +221,14 @@ TEST(NpyTest, ReadsOnlyWhatTheHeaderDeclares) {
     file << npyFile("{'descr': '<f8', 'fortran_order': False, 'shape': (1099511627776,)}", "12345678");
   }
   try {
-    tg::ir::loadNpy(path);
+    tg::io::loadNpy(path);
     ADD_FAILURE() << "no error";
   } catch (const UserError &error) {
     EXPECT_EQ(error.message, path + ": file is truncated: expected 8796093022208 bytes of data, found 8");
   }
   std::remove(path.c_str());
   try {
-    tg::ir::loadNpy(::testing::TempDir());
+    tg::io::loadNpy(::testing::TempDir());
     ADD_FAILURE() << "no error";
   } catch (const UserError &error) {
     EXPECT_EQ(error.message, "cannot read '" + ::testing::TempDir() + "': it is a directory");
@@ -237,12 +237,12 @@ TEST(NpyTest, ReadsOnlyWhatTheHeaderDeclares) {
 
 TEST(NpyTest, MissingFile) {
   try {
-    tg::ir::loadNpy("/nonexistent/x.npy");
+    tg::io::loadNpy("/nonexistent/x.npy");
     FAIL() << "no error";
   } catch (const UserError &error) {
     EXPECT_EQ(error.message, "cannot open '/nonexistent/x.npy': No such file or directory");
   }
-  EXPECT_THROW(tg::ir::saveNpy("/nonexistent/x.npy", TensorData(DType::F32, {})), UserError);
+  EXPECT_THROW(tg::io::saveNpy("/nonexistent/x.npy", TensorData(DType::F32, {})), UserError);
 }
 
 TEST(NpyTest, TruncatedAndMutatedFilesNeverCrash) {
@@ -251,14 +251,14 @@ TEST(NpyTest, TruncatedAndMutatedFilesNeverCrash) {
        {"f32_2x3.npy", "f64_fortran_3x2.npy", "i64_v2_2x2x2.npy", "bool_v3_fortran_2x3.npy"}) {
     std::string valid = readBytes(kDataDir + name);
     for (size_t length = 0; length < valid.size(); ++length)
-      EXPECT_THROW(tg::ir::parseNpy(valid.substr(0, length), name), UserError)
+      EXPECT_THROW(tg::io::parseNpy(valid.substr(0, length), name), UserError)
           << name << " cut at " << length;
     for (int trial = 0; trial < 3000; ++trial) {
       std::string mutated = valid;
       for (int edits = 1 + trial % 4; edits > 0; --edits)
         mutated[random() % mutated.size()] = static_cast<char>(random() % 256);
       try {
-        TensorData data = tg::ir::parseNpy(mutated, name);
+        TensorData data = tg::io::parseNpy(mutated, name);
         EXPECT_EQ(static_cast<int64_t>(data.bytes.size()),
                   data.numElements() * int64_t(tg::ir::dtypeSize(data.dtype)));
       } catch (const UserError &) {

@@ -1,11 +1,13 @@
-#include "tools/Stages.h"
+#include "api/Stages.h"
 
 #include "codegen/Kernel.h"
 #include "ir/ScalarGraph.h"
+#include "runtime/DevicePlan.h"
 #include "runtime/Print.h"
 
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <span>
 #include <sstream>
@@ -102,33 +104,41 @@ std::string explainPlacement(const ir::Program &program, const opt::PlacementRea
   return out.str();
 }
 
-/// --emit=llvm: the LLVM IR of every host kernel; --emit=ptx: one PTX module holding every device kernel, or
-/// every kernel when nothing runs on a device: fused kernels, the generated matmul kernel for each device
-/// matmul (what a GPU without cuBLAS runs; integer and bool matmuls always), the creation kernels of device
-/// eye, arange, rand and randn. A comment names each kernel's node and source line (PTX: all of them first,
-/// then the module, whose entries are the names they give).
+/// --emit=llvm: the LLVM IR of every host kernel; --emit=ptx: one PTX module holding the kernels the device
+/// plan (runtime/DevicePlan.h) gives the device nodes, or every fused kernel when nothing runs on a device:
+/// generated kernels and reductions (of fused nodes, or of unfused ops), the generated matmul kernel for each
+/// device matmul (what a GPU without cuBLAS runs; integer and bool matmuls always), the creation kernels of
+/// device eye, arange, rand and randn. A comment names each kernel's node and source line (PTX: all of them
+/// first, then the module, whose entries are the names they give).
 std::string printKernels(const ir::Program &program, bool ptx, const std::string &gpuArch) {
-  std::vector<const ir::Node *> kernels;
+  struct Kernel {
+    const ir::Node *node;
+    std::optional<runtime::DeviceStep> step; // a device node's
+  };
+  using Kind = runtime::DeviceStep::Kind;
+  std::vector<Kernel> kernels;
   bool anyDevice = false;
   for (const ir::Node *node : program.graph.toposort()) {
-    bool device = node->op().place() == ir::Place::Device;
-    ir::DType dtype = node->output()->type().dtype;
-    bool generated =
-        ptx && device &&
-        (node->op().kind() == ir::OpKind::Matmul || codegen::hasCreationKernel(node->op().kind(), dtype));
-    if (node->op().kind() == ir::OpKind::Fused || generated) {
-      kernels.push_back(node);
-      anyDevice = anyDevice || device;
+    bool transfer = node->op().kind() == ir::OpKind::ToDevice || node->op().kind() == ir::OpKind::ToHost;
+    if (ptx && node->op().place() == ir::Place::Device && !transfer) {
+      runtime::DeviceStep step = runtime::planDeviceStep(*node);
+      if (step.kind == Kind::Kernel || step.kind == Kind::Reduction || step.kind == Kind::Matmul ||
+          step.kind == Kind::Creation) {
+        kernels.push_back({node, step});
+        anyDevice = true;
+      }
+    } else if (node->op().kind() == ir::OpKind::Fused) {
+      kernels.push_back({node, std::nullopt});
     }
   }
   std::ostringstream out;
   const char *comment = ptx ? "//" : ";";
   size_t index = 0;
   codegen::PtxModuleKernels module;
-  for (const ir::Node *node : kernels) {
+  for (const auto &[node, step] : kernels) {
     bool device = node->op().place() == ir::Place::Device;
     if (ptx ? anyDevice && !device : device) continue;
-    if (node->op().kind() == ir::OpKind::Matmul) {
+    if (step && step->kind == Kind::Matmul) {
       ir::DType dtype = node->output()->type().dtype;
       bool floating = dtype == ir::DType::F32 || dtype == ir::DType::F64;
       module.matmuls.push_back(dtype);
@@ -137,7 +147,7 @@ std::string printKernels(const ir::Program &program, bool ptx, const std::string
           << node->loc().str() << ": " << codegen::matmulKernelName(dtype) << "\n";
       continue;
     }
-    if (node->op().kind() != ir::OpKind::Fused) {
+    if (step && step->kind == Kind::Creation) {
       ir::DType dtype = node->output()->type().dtype;
       module.creations.emplace_back(node->op().kind(), dtype);
       out << comment << " kernel " << index++ << ": " << node->op().str() << " -> "
@@ -146,7 +156,8 @@ std::string printKernels(const ir::Program &program, bool ptx, const std::string
       continue;
     }
     codegen::Layout layout = staticLayout(*node);
-    codegen::KernelSpec spec{node->op().attrs().body.get(), layout};
+    const ir::Op &fused = step ? *step->fused : node->op();
+    codegen::KernelSpec spec{fused.attrs().body.get(), layout};
     out << comment << " kernel " << index++ << ": " << node->op().str() << " -> " << resultTypes(*node)
         << ", " << (layout == codegen::Layout::Contiguous ? "contiguous" : "strided") << ", at "
         << node->loc().str();

@@ -1,4 +1,4 @@
-#include "tools/Api.h"
+#include "api/Api.h"
 
 #include "codegen/Kernel.h"
 #include "frontend/AstPrinter.h"
@@ -9,7 +9,7 @@
 #include "runtime/ConstantEvaluator.h"
 #include "runtime/Session.h"
 #include "runtime/cuda/CudaDevice.h"
-#include "tools/Stages.h"
+#include "api/Stages.h"
 
 #include <cstdio>
 #include <new>

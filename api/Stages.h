@@ -1,5 +1,5 @@
 // The printers of the compile stages that live outside ir/ (kernels, placement), for the library
-// (tools/Api.h), and the value printer the command and the REPL share.
+// (api/Api.h), and the value printer the command and the REPL share.
 #pragma once
 
 #include "ir/Program.h"

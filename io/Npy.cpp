@@ -1,7 +1,7 @@
 // .npy reading and writing. The format (numpy/lib/format.py): the magic "\x93NUMPY", a major and a minor
 // version byte, the header length (2 bytes in 1.0, 4 in 2.0 and 3.0, little-endian), the header (a Python
 // dict literal padded with spaces and a newline), then the raw data.
-#include "ir/Npy.h"
+#include "io/Npy.h"
 
 #include "ir/SourceLoc.h"
 
@@ -16,7 +16,9 @@
 #include <string_view>
 #include <sys/stat.h>
 
-namespace tg::ir {
+namespace tg::io {
+
+using namespace ir;
 namespace {
 
 static_assert(std::endian::native == std::endian::little, "TensorData bytes are assumed little-endian");
@@ -387,4 +389,4 @@ void saveNpy(const std::string &path, const TensorData &data) {
     throw UserError("cannot write '" + path + "': " + std::strerror(errno));
 }
 
-} // namespace tg::ir
+} // namespace tg::io

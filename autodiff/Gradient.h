@@ -15,7 +15,11 @@
 
 #include <vector>
 
-namespace tg::ir {
+namespace tg::autodiff {
+
+using ir::Graph;
+using ir::SourceLoc;
+using ir::Value;
 
 /// Adds to `graph` the nodes that compute d(cost)/d(w) for each w in `wrt`, and returns those values in
 /// order.
@@ -52,4 +56,4 @@ namespace tg::ir {
 /// - sort: a UserError at the sort (its gradient would need a gather op).
 std::vector<Value *> grad(Graph &graph, Value *cost, const std::vector<Value *> &wrt, const SourceLoc &loc);
 
-} // namespace tg::ir
+} // namespace tg::autodiff

@@ -1,6 +1,6 @@
 // Reverse-mode differentiation: the gradient rule of every op (GradientBuilder::inputGradients, one switch)
 // and the reverse walk that applies them (grad).
-#include "ir/Gradient.h"
+#include "autodiff/Gradient.h"
 
 #include "ir/Assert.h"
 
@@ -12,7 +12,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
-namespace tg::ir {
+namespace tg::autodiff {
+
+using namespace ir;
 
 namespace {
 
@@ -444,7 +446,8 @@ std::vector<Value *> GradientBuilder::inputGradients(const Node &node, Value *g,
   case OpKind::Sigmoid:
     set(0, [&] { return mul(g, mul(y, sub(scalar(1), y))); });
     break;
-  case OpKind::Relu: // y > 0 exactly where x > 0 (NaN included): reading y, the forward pass keeps x to itself
+  case OpKind::Relu: // y > 0 exactly where x > 0 (NaN included): reading y, the forward pass keeps x to
+                     // itself
     set(0, [&] { return maskWhere(apply(OpKind::Gt, {y, scalar(0)}), g); });
     break;
   case OpKind::Softplus:
@@ -643,4 +646,4 @@ std::vector<Value *> grad(Graph &graph, Value *cost, const std::vector<Value *> 
   return result;
 }
 
-} // namespace tg::ir
+} // namespace tg::autodiff

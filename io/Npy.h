@@ -13,7 +13,9 @@
 #include <string>
 #include <string_view>
 
-namespace tg::ir {
+namespace tg::io {
+
+using ir::TensorData;
 
 /// Reads a .npy file. Throws UserError("cannot open 'x.npy': ...") when it cannot be read, and UserError
 /// ("x.npy: <problem>") when its contents are not a supported .npy array.
@@ -29,4 +31,4 @@ std::string formatNpy(const TensorData &data);
 /// Writes formatNpy(data) to `path`. Throws UserError("cannot write 'x.npy': ...") on failure.
 void saveNpy(const std::string &path, const TensorData &data);
 
-} // namespace tg::ir
+} // namespace tg::io

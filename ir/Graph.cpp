@@ -1,6 +1,7 @@
 #include "ir/Graph.h"
 
 #include "ir/Assert.h"
+#include "ir/NodeWalk.h"
 
 #include <algorithm>
 
@@ -12,7 +13,6 @@ constexpr size_t kCacheLine = 64;
 // input count, input list, output and op kind (the first 26 bytes of the node), within one line.
 static_assert((sizeof(Value) - sizeof(Node *)) % kCacheLine + sizeof(Node *) + 2 * sizeof(Value *) + 26 <=
               kCacheLine);
-constexpr size_t kPrefetchDistance = 16;
 } // namespace
 
 void *Arena::allocate(size_t bytes, size_t alignment) {
@@ -182,7 +182,7 @@ const std::vector<Node *> &Graph::toposort() const {
     auto id = static_cast<uint32_t>(node->id_);
     // Producers mostly have slightly smaller ids (graphs are built producers first): fetching the node that
     // many ids back overlaps the cache misses of a deep walk, which would otherwise come one at a time.
-    if (id >= kPrefetchDistance) __builtin_prefetch(nodes_[id - kPrefetchDistance]);
+    if (id >= kPrefetchBehindId) __builtin_prefetch(nodes_[id - kPrefetchBehindId]);
     state[id] = OnStack;
     auto begin = static_cast<uint32_t>(pending.size());
     for (uint32_t i = 0; i < node->numInputs_; ++i)
@@ -219,18 +219,16 @@ void Graph::assumeToposort(std::vector<Node *> order, std::span<Node *const> dea
   if (dead.size() <= topoCache_.size()) {
     // Few died: removed by name, without reading the many that live. The sweep's table of listed nodes is
     // left to a walk, should a sweep want it before the order changes.
-    removeKnownDead(dead);
+    drop(markKnownDead(dead));
     reachedValid_ = false;
   } else {
     // Most died: the listed are marked by id, and the dead found in a scan of the ids, each read once (to
     // take it off its inputs' client lists) instead of twice.
     reached_.assign(nodes_.size(), false);
-    for (size_t at = 0; at < topoCache_.size(); ++at) {
-      prefetchAhead(topoCache_, at);
-      reached_[static_cast<size_t>(topoCache_[at]->id_)] = true;
-    }
+    for (Node *node : inOrder(topoCache_))
+      reached_[static_cast<size_t>(node->id_)] = true;
     reachedValid_ = true;
-    sweepUnreachable();
+    drop(markUnreachable());
   }
   maybeDead_.clear();
   sweptVersion_ = version_;
@@ -298,24 +296,12 @@ void Graph::removeDeadNodes() {
   // outputs. When the order is known, or so much changed that the next pass's order is worth computing now
   // (a lift replaced the whole graph; canonicalize removed half of it), the dead are the nodes it does not
   // list: one scan of a table by id. Otherwise the cost follows the changes.
-  if (topoValid_ || maybeDead_.size() > liveNodes_ / 8)
-    sweepUnreachable();
-  else
-    sweepFromChanges();
+  drop(topoValid_ || maybeDead_.size() > liveNodes_ / 8 ? markUnreachable() : markDeadFromChanges());
   maybeDead_.clear();
   sweptVersion_ = version_;
 }
 
-void Graph::removeNodes(std::span<Node *const> nodes) {
-  removeKnownDead(nodes);
-  // What the removed nodes read may have died with them: the next sweep looks there.
-  for (const Node *node : nodes)
-    for (const Value *input : node->inputs())
-      if (input->owner_ && isAlive(input->owner_)) maybeDead_.push_back(input->owner_);
-  ++version_;
-}
-
-void Graph::removeKnownDead(std::span<Node *const> nodes) {
+std::span<Node *const> Graph::markKnownDead(std::span<Node *const> nodes) {
   for (const Node *node : nodes) {
     TG_ASSERT(isAlive(node)) << "node " << node->id_ << " (" << node->op_.name() << ") is removed twice";
     alive_[static_cast<size_t>(node->id_)] = false;
@@ -330,10 +316,10 @@ void Graph::removeKnownDead(std::span<Node *const> nodes) {
             << "node " << node->id_ << " (" << node->op_.name() << ") is removed while "
             << (use.node ? "node " : "graph output ") << (use.node ? use.nodeId : use.index) << " reads it";
 #endif
-  dropDead(nodes);
+  return nodes;
 }
 
-void Graph::sweepUnreachable() {
+std::vector<Node *> Graph::markUnreachable() {
   if (!reachedValid_) topoValid_ = false;
   toposort();
   std::vector<Node *> dead;
@@ -342,10 +328,10 @@ void Graph::sweepUnreachable() {
       alive_[id] = false;
       dead.push_back(nodes_[id]);
     }
-  dropDead(dead);
+  return dead;
 }
 
-void Graph::sweepFromChanges() {
+std::vector<Node *> Graph::markDeadFromChanges() {
   // Only a node that was added or lost a reader since the last sweep can have died first; the others die
   // through their readers. Readers are counted as the graph was before this sweep (`wasAlive`), lazily, once
   // per value; every death then takes its reads off the counts, so a count reaches zero exactly when the last
@@ -382,10 +368,10 @@ void Graph::sweepFromChanges() {
       }
     }
   }
-  dropDead(dead);
+  return dead;
 }
 
-void Graph::dropDead(std::span<Node *const> dead) {
+void Graph::drop(std::span<Node *const> dead) {
   liveNodes_ -= dead.size();
   // One filtering of each value the dead read, when first met (every death is already marked): a value with
   // many dead readers (a shared constant) costs its client count once, not once per dead reader.
@@ -456,9 +442,7 @@ std::vector<std::string> Graph::verify() const {
   std::vector<const Value *> recordedBy(slots, nullptr), expected(slots, nullptr);
   std::vector<uint8_t> scanned(values_.size(), false);
   std::vector<TensorType> inputTypes;
-  for (size_t at = 0; at < order.size(); ++at) {
-    prefetchAhead(order, at);
-    const Node *node = order[at];
+  for (const Node *node : inOrder(order)) {
     inputTypes.resize(node->numInputs_);
     uint32_t first = firstSlot[static_cast<size_t>(node->id_)];
     for (size_t i = 0; i < node->numInputs_; ++i) {
@@ -470,7 +454,7 @@ std::vector<std::string> Graph::verify() const {
       if (const Node *producer = input->owner_) {
         if (!isAlive(producer)) report(node, "input " + std::to_string(i) + " comes from a removed node");
         uint32_t produced = position[static_cast<size_t>(producer->id_)];
-        if (produced == kUnchecked || produced >= at)
+        if (produced == kUnchecked || produced >= position[static_cast<size_t>(node->id_)])
           report(node,
                  "input " + std::to_string(i) + " comes from node " + std::to_string(producer->id_) +
                      (produced == kUnchecked ? ", which the order does not list" : ", listed after it"));

@@ -7,7 +7,7 @@
 // Values and nodes are owned by their Graph and identified by small integer ids in creation order, so every
 // printer and pass that walks them is deterministic. They live in the graph's arena, each node's output
 // value, input list and the node itself in a row, so a walk over a graph built in order reads memory in
-// order.
+// order (ir/NodeWalk.h walks lists of them with the memory asked ahead).
 #pragma once
 
 #include "ir/Op.h"
@@ -100,14 +100,6 @@ private:
   explicit Node(Op op) : op_(std::move(op)) {}
 };
 
-/// For a walk over `order` that reads each node and its inputs' values, at position `at`: asks the memory
-/// for what the walk reads some nodes later. On a graph larger than the cache every node and value is a miss;
-/// the loads of a walk over a list do not depend on each other, and fetched ahead they overlap instead of
-/// coming one at a time. Costs a few instructions per node on a graph that fits.
-inline void prefetchAhead(std::span<Node *const> order, size_t at);
-/// The same for a walk from the end of `order` to its start.
-inline void prefetchBehind(std::span<Node *const> order, size_t at);
-
 /// Bump allocation in large chunks for the objects of one graph; freed all at once with the graph.
 class Arena {
 public:
@@ -181,11 +173,8 @@ public:
   /// small changes and verify once at the end. The types must match (asserted).
   void substitute(Value *old, Value *replacement);
   /// Drops nodes no output depends on (nothing to do, and no walk, when the graph has not changed since).
+  /// With assumeToposort, the only ways nodes leave a graph: both end in drop().
   void removeDeadNodes();
-  /// Drops `nodes`, which the caller knows are dead: no graph output and no node outside them reads them
-  /// (asserted in debug builds; verify() reports a live reader of a removed node). Costs the nodes and their
-  /// inputs, without the walk removeDeadNodes may take; nodes only they read are left to the next sweep.
-  void removeNodes(std::span<Node *const> nodes);
   /// Changes whenever a node, an input, an output or an edge changes: passes compare it to skip work on an
   /// unchanged graph.
   uint64_t version() const { return version_; }
@@ -214,11 +203,16 @@ private:
     topoValid_ = false;
   }
   void replaceUses(Value *old, Value *replacement);
-  void sweepFromChanges();
-  void sweepUnreachable();
-  /// removeNodes() for nodes the caller knows are all that died (assumeToposort's `dead`).
-  void removeKnownDead(std::span<Node *const> nodes);
-  void dropDead(std::span<Node *const> dead);
+  // Finding the dead: each marks them dead and returns them, for drop().
+  /// The live nodes toposort() does not list.
+  std::vector<Node *> markUnreachable();
+  /// Those that died since the last sweep, following the changes (maybeDead_) instead of walking the graph.
+  std::vector<Node *> markDeadFromChanges();
+  /// `nodes`, which a pass says are dead: no graph output and no live node reads them (asserted in debug
+  /// builds; verify() reports a live reader of a removed node).
+  std::span<Node *const> markKnownDead(std::span<Node *const> nodes);
+  /// Takes nodes marked dead out of the graph: the live count, their inputs' client lists, the listeners.
+  void drop(std::span<Node *const> dead);
 
   Arena arena_;
   std::vector<Value *> values_; // by id
@@ -237,26 +231,5 @@ private:
   uint64_t version_ = 0;
   uint64_t sweptVersion_ = ~uint64_t(0);
 };
-
-constexpr size_t kPrefetchAhead = 8; // nodes
-
-/// The node's line and the two before it: its output value, which addNode puts just before the node (from a
-/// line start, with the input list between), so that its type and clients are fetched without waiting for
-/// the node's pointer to it.
-inline void prefetchNode(const Node *node) {
-  if (!node) return;
-  const char *at = reinterpret_cast<const char *>(node);
-  __builtin_prefetch(at);
-  __builtin_prefetch(at - 64);
-  __builtin_prefetch(at - 128);
-}
-
-inline void prefetchAhead(std::span<Node *const> order, size_t at) {
-  if (at + kPrefetchAhead < order.size()) prefetchNode(order[at + kPrefetchAhead]);
-}
-
-inline void prefetchBehind(std::span<Node *const> order, size_t at) {
-  if (at >= kPrefetchAhead) prefetchNode(order[at - kPrefetchAhead]);
-}
 
 } // namespace tg::ir

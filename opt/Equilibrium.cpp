@@ -1,5 +1,7 @@
 #include "opt/Equilibrium.h"
 
+#include "ir/NodeWalk.h"
+
 #include <deque>
 
 namespace tg::opt {
@@ -74,9 +76,9 @@ void rewriteToFixedPoint(RewriteContext &context, const std::vector<RewriteRule>
       return;
     }
   };
-  for (size_t i = 0; i < order.size() && applied <= limit; ++i) {
-    ir::prefetchAhead(order, i);
-    visit(order[i]);
+  for (ir::Node *node : ir::inOrder(order)) {
+    if (applied > limit) break;
+    visit(node);
   }
   sweeping = false;
   while (!worklist.empty() && applied <= limit)

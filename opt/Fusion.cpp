@@ -1,6 +1,7 @@
 #include "opt/Fusion.h"
 
 #include "ir/Assert.h"
+#include "ir/NodeWalk.h"
 #include "ir/ScalarGraph.h"
 
 #include <algorithm>
@@ -63,9 +64,7 @@ public:
     size_t kernels = 0, ops = 0;
     // The order as the earlier stages left it: their fused nodes where their roots were (not fusible again),
     // null for the nodes they removed.
-    for (size_t at = order_.size(); at-- > 0;) {
-      ir::prefetchBehind(order_, at);
-      Node *node = order_[at];
+    for (Node *node : ir::inReverseOrder(order_)) {
       if (!node || !isRoot(node) || clustered(node)) continue;
       size_t fused = fuse(node);
       ops += fused;

@@ -1,5 +1,7 @@
 #include "opt/Merge.h"
 
+#include "ir/NodeWalk.h"
+
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -138,9 +140,7 @@ void mergeEquivalent(ir::Graph &graph, PassProfile &profile) {
   size_t mergedConstants = 0;
   std::vector<ir::Node *> kept, merged;
   kept.reserve(order.size());
-  for (size_t at = 0; at < order.size(); ++at) {
-    ir::Node *node = order[at];
-    ir::prefetchAhead(order, at);
+  for (ir::Node *node : ir::inOrder(order)) {
     for (size_t i = 0; i < node->inputs().size(); ++i) {
       ir::Value *input = node->input(i);
       if (!input->isConstant()) continue;

@@ -110,8 +110,8 @@ antlrcpp::Any AstBuilder::visitLetStmt(TgParser::LetStmtContext *ctx) {
 
 std::unique_ptr<LetStmt> AstBuilder::let(TgParser::LetStmtContext *ctx) {
   auto stmt = make<LetStmt>(ctx->getStart());
-  stmt->names = names(ctx->nameList());
-  stmt->value = expr(ctx->expr());
+  stmt->names = names(ctx->names);
+  stmt->value = expr(ctx->value);
   return stmt;
 }
 
@@ -151,21 +151,21 @@ TypeExpr AstBuilder::type(TgParser::TypeContext *ctx) {
 // ---- Expressions
 
 antlrcpp::Any AstBuilder::visitPrimaryExpr(TgParser::PrimaryExprContext *ctx) {
-  return visit(ctx->primary());
+  return visit(ctx->operand);
 }
 
 antlrcpp::Any AstBuilder::visitBinaryExpr(TgParser::BinaryExprContext *ctx) {
   auto node = make<BinaryExpr>(ctx->op);
   node->op = ctx->op->getText();
-  node->lhs = expr(ctx->expr(0));
-  node->rhs = expr(ctx->expr(1));
+  node->lhs = expr(ctx->lhs);
+  node->rhs = expr(ctx->rhs);
   return result(std::move(node));
 }
 
 antlrcpp::Any AstBuilder::visitUnaryExpr(TgParser::UnaryExprContext *ctx) {
   auto node = make<UnaryExpr>(ctx->op);
   node->op = ctx->op->getText();
-  node->operand = expr(ctx->expr());
+  node->operand = expr(ctx->operand);
   return result(std::move(node));
 }
 
@@ -203,16 +203,15 @@ Subscript AstBuilder::subscript(TgParser::SubscriptContext *ctx) {
 
 antlrcpp::Any AstBuilder::visitCallExpr(TgParser::CallExprContext *ctx) {
   auto node = make<CallExpr>(ctx->getStart());
-  node->callee = name(ctx->qualifiedName());
-  for (TgParser::ArgumentContext *argument : ctx->argument()) {
+  node->callee = name(ctx->callee);
+  for (TgParser::ArgumentContext *argument : ctx->args) {
     if (argument->keyword) {
-      node->keywords.push_back(
-          {argument->keyword->getText(), loc(argument->keyword), expr(argument->expr())});
+      node->keywords.push_back({argument->keyword->getText(), loc(argument->keyword), expr(argument->value)});
       continue;
     }
     if (!node->keywords.empty())
       diags_.error(loc(argument->getStart()), "positional argument after keyword argument");
-    node->args.push_back(expr(argument->expr()));
+    node->args.push_back(expr(argument->value));
   }
   return result(std::move(node));
 }
@@ -223,15 +222,14 @@ antlrcpp::Any AstBuilder::visitNameExpr(TgParser::NameExprContext *ctx) {
 
 /// `name` as a NameExpr, `module.name` as a MemberExpr.
 ExprPtr AstBuilder::name(TgParser::QualifiedNameContext *ctx) {
-  std::vector<antlr4::tree::TerminalNode *> parts = ctx->NAME();
-  if (parts.size() == 1) {
-    auto node = make<NameExpr>(parts[0]->getSymbol());
-    node->name = parts[0]->getText();
+  if (!ctx->member) {
+    auto node = make<NameExpr>(ctx->first);
+    node->name = ctx->first->getText();
     return node;
   }
-  auto node = make<MemberExpr>(parts[0]->getSymbol());
-  node->module = parts[0]->getText();
-  node->name = parts[1]->getText();
+  auto node = make<MemberExpr>(ctx->first);
+  node->module = ctx->first->getText();
+  node->name = ctx->member->getText();
   return node;
 }
 

@@ -1,8 +1,9 @@
 // The parser: a .tg file to the AST of frontend/Ast.h. ANTLR's lexer and parser, generated from
 // grammar/Tg.g4, read the file line by line; frontend/AstBuilder.cpp turns each line's parse tree into AST,
-// and the tree is dropped before the next line. A line is parsed in ANTLR's SLL mode first, which is fast and
-// gets every valid line of this grammar right; a line it stops on is parsed again in full LL mode with error
-// recovery, which reports what is wrong (frontend/SyntaxErrors.h).
+// and the tree and the line's tokens (an unbuffered token stream) are dropped before the next line. A line is
+// parsed in ANTLR's SLL mode first, which is fast and gets every valid line of this grammar right; a line it
+// stops on is parsed again in full LL mode with error recovery, which reports what is wrong
+// (frontend/SyntaxErrors.h).
 #include "frontend/Parser.h"
 
 #include "TgLexer.h"
@@ -125,7 +126,7 @@ std::unique_ptr<Module> parseModule(std::string text, std::shared_ptr<const std:
     TgLexer lexer(&input);
     lexer.removeErrorListeners(); // the lexer makes an ERROR_CHAR token of what no rule matches, never an
                                   // error
-    antlr4::CommonTokenStream tokens(&lexer);
+    antlr4::UnbufferedTokenStream tokens(&lexer);
     TgParser parser(&tokens);
     NestingLimit nestingLimit(parser, file);
     parser.addParseListener(&nestingLimit);
@@ -143,6 +144,7 @@ std::unique_ptr<Module> parseModule(std::string text, std::shared_ptr<const std:
     auto module = std::make_unique<Module>();
     module->file = file;
     while (tokens.LA(1) != antlr4::Token::EOF) {
+      ssize_t lineStart = tokens.mark(); // the line's tokens are kept until its AST is built, then freed
       size_t before = tokens.index();
       TgParser::LineContext *line;
       try {
@@ -160,6 +162,7 @@ std::unique_ptr<Module> parseModule(std::string text, std::shared_ptr<const std:
       // From the first syntax error on, lines are only parsed, for their syntax errors.
       if (syntaxErrors.errors() == 0) builder.addLine(*module, line);
       parser.getTreeTracker().reset();
+      tokens.release(lineStart);
     }
     return diags.errorCount() == errorsBefore ? std::move(module) : nullptr;
   } catch (const ir::UserError &error) {

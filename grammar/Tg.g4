@@ -56,7 +56,7 @@ defBlock   : '{' NEWLINE (bodyStmt? NEWLINE)* '}' ;
 bodyStmt   : letStmt | RETURN expr ;
 inputStmt  : INPUT NAME ':' type ;
 paramStmt  : PARAM NAME ':' type '=' expr ;
-letStmt    : LET nameList '=' expr ;
+letStmt    : LET names=nameList '=' value=expr ;
 // `output loss, exp(x) + 1`: a name keeps its name; another expression is named by its source text.
 outputStmt : OUTPUT expr (',' expr)* ;
 updateStmt : UPDATE NAME '=' expr ;
@@ -67,24 +67,25 @@ nameList : NAME (',' NAME)* ;
 type : dtype=NAME (LBRACK dim (',' dim)* RBRACK)? ;
 dim  : INT | NAME ;
 
-// Loosest last. Prefix alternatives bind their operand at their own level: `-x**2` is `-(x**2)`, while the
+// Labels (lhs=, rhs=, operand=, ...) name what the AST builder reads. Loosest last. Prefix alternatives bind
+// their operand at their own level: `-x**2` is `-(x**2)`, while the
 // exponent of `**` may itself start with a prefix operator (`2**-1`).
 expr
-  : primary                                                  # primaryExpr
+  : operand=primary                                          # primaryExpr
   | expr LBRACK subscript (',' subscript)* RBRACK            # indexExpr
-  | <assoc=right> expr op='**' expr                          # binaryExpr
-  | op=('-' | '+') expr                                      # unaryExpr
+  | <assoc=right> lhs=expr op='**' rhs=expr                  # binaryExpr
+  | op=('-' | '+') operand=expr                              # unaryExpr
   | '@' place=NAME expr                                      # pinnedExpr
-  | expr op=('*' | '/' | '%' | '@') expr                     # binaryExpr
-  | expr op=('+' | '-') expr                                 # binaryExpr
-  | expr op=('<' | '<=' | '>' | '>=' | '==' | '!=') expr     # binaryExpr
-  | op=NOT expr                                              # unaryExpr
-  | expr op=AND expr                                         # binaryExpr
-  | expr op=OR expr                                          # binaryExpr
+  | lhs=expr op=('*' | '/' | '%' | '@') rhs=expr             # binaryExpr
+  | lhs=expr op=('+' | '-') rhs=expr                         # binaryExpr
+  | lhs=expr op=('<' | '<=' | '>' | '>=' | '==' | '!=') rhs=expr # binaryExpr
+  | op=NOT operand=expr                                      # unaryExpr
+  | lhs=expr op=AND rhs=expr                                 # binaryExpr
+  | lhs=expr op=OR rhs=expr                                  # binaryExpr
   ;
 
 primary
-  : qualifiedName LPAREN (argument (',' argument)* ','?)? RPAREN   # callExpr
+  : callee=qualifiedName LPAREN (args+=argument (',' args+=argument)* ','?)? RPAREN   # callExpr
   | qualifiedName                                                  # nameExpr
   | INT                                                            # intExpr
   | FLOAT                                                          # floatExpr
@@ -95,8 +96,8 @@ primary
   ;
 
 // `name` or `module.name`.
-qualifiedName : NAME ('.' NAME)? ;
-argument      : (keyword=NAME '=')? expr ;
+qualifiedName : first=NAME ('.' member=NAME)? ;
+argument      : (keyword=NAME '=')? value=expr ;
 // `i`, or a range `lower:upper:step` whose parts may each be left out.
 subscript : expr slice? | slice ;
 slice     : ':' upper=expr? (':' step=expr?)? ;

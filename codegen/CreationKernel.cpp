@@ -7,10 +7,13 @@
 #include "codegen/ScalarEmitter.h"
 #include "ir/Assert.h"
 
+#include <cstddef>
+#include <iterator>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/Module.h>
 #include <numbers>
+#include <vector>
 
 namespace tg::codegen {
 
@@ -24,6 +27,30 @@ using llvm::Value;
 struct CreationOperands {
   Value *count, *output, *p0, *p1, *x0, *x1;
 };
+
+/// Each CreationArgs field: where it is (its offset / 8 is its parameter's index, the struct being the
+/// kernel's parameter buffer), its kind, and the operand it becomes.
+struct CreationField {
+  size_t offset;
+  enum Kind { Integer, Pointer, Double } kind;
+  Value *CreationOperands::*operand;
+};
+const CreationField kCreationFields[] = {
+    {offsetof(CreationArgs, count), CreationField::Integer, &CreationOperands::count},
+    {offsetof(CreationArgs, output), CreationField::Pointer, &CreationOperands::output},
+    {offsetof(CreationArgs, p0), CreationField::Integer, &CreationOperands::p0},
+    {offsetof(CreationArgs, p1), CreationField::Integer, &CreationOperands::p1},
+    {offsetof(CreationArgs, x0), CreationField::Double, &CreationOperands::x0},
+    {offsetof(CreationArgs, x1), CreationField::Double, &CreationOperands::x1},
+};
+static_assert(std::size(kCreationFields) * 8 == sizeof(CreationArgs),
+              "every CreationArgs field has its entry");
+
+llvm::Type *fieldType(llvm::LLVMContext &context, CreationField::Kind kind, unsigned addressSpace) {
+  if (kind == CreationField::Integer) return llvm::Type::getInt64Ty(context);
+  if (kind == CreationField::Double) return llvm::Type::getDoubleTy(context);
+  return llvm::PointerType::get(context, addressSpace);
+}
 
 /// log or cos of a float or double: libm on the host (not turned into a vector variant, so the bits are
 /// libm's, as the CPU kernel's), libdevice on NVPTX.
@@ -156,21 +183,24 @@ bool hasCreationKernel(ir::OpKind kind, ir::DType dtype) {
 llvm::Function *buildCreationPtxKernel(llvm::Module &module, ir::OpKind kind, ir::DType dtype,
                                        const std::string &name) {
   llvm::LLVMContext &context = module.getContext();
-  llvm::Type *i64 = llvm::Type::getInt64Ty(context), *f64 = llvm::Type::getDoubleTy(context);
-  llvm::Type *global = llvm::PointerType::get(context, 1);
-  auto *type =
-      llvm::FunctionType::get(llvm::Type::getVoidTy(context), {i64, global, i64, i64, f64, f64}, false);
+  llvm::Type *i64 = llvm::Type::getInt64Ty(context);
+  std::vector<llvm::Type *> parameters(std::size(kCreationFields));
+  for (const CreationField &field : kCreationFields)
+    parameters[field.offset / 8] = fieldType(context, field.kind, 1); // pointers to global memory
+  auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(context), parameters, false);
   llvm::Function *function = llvm::Function::Create(type, llvm::Function::ExternalLinkage, name, module);
   function->setCallingConv(llvm::CallingConv::PTX_Kernel);
   function->addFnAttr(llvm::Attribute::NoUnwind);
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", function));
-  auto arg = [&](unsigned i) { return function->getArg(i); };
+  CreationOperands operands;
+  for (const CreationField &field : kCreationFields)
+    operands.*field.operand = function->getArg(static_cast<unsigned>(field.offset / 8));
   auto special = [&](llvm::Intrinsic::ID id) { return b.CreateZExt(b.CreateIntrinsic(id, {}, {}), i64); };
   Value *blockSize = special(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x);
   Value *first = b.CreateAdd(b.CreateMul(special(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), blockSize),
                              special(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x));
   Value *step = b.CreateMul(special(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x), blockSize);
-  emitGridStrideLoop(b, kind, dtype, {arg(0), arg(1), arg(2), arg(3), arg(4), arg(5)}, first, step, true);
+  emitGridStrideLoop(b, kind, dtype, operands, first, step, true);
   b.CreateRetVoid();
   return function;
 }
@@ -185,18 +215,16 @@ SimCreationKernel compileSimCreationKernel(ir::OpKind kind, ir::DType dtype) {
   std::string name = creationKernelName(kind, dtype) + "_sim";
   return reinterpret_cast<SimCreationKernel>(compileHostFunction(name, [&](llvm::Module &module) {
     llvm::LLVMContext &context = module.getContext();
-    llvm::Type *i64 = llvm::Type::getInt64Ty(context), *f64 = llvm::Type::getDoubleTy(context);
-    llvm::Type *pointer = llvm::PointerType::getUnqual(context);
+    llvm::Type *i64 = llvm::Type::getInt64Ty(context), *pointer = llvm::PointerType::getUnqual(context);
     auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(context), {pointer, i64, i64, i64}, false);
     llvm::Function *function = llvm::Function::Create(type, llvm::Function::ExternalLinkage, name, module);
     function->addFnAttr(llvm::Attribute::NoUnwind);
     llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", function));
-    // CreationArgs, field by field (all 8 bytes).
-    auto field = [&](unsigned index, llvm::Type *fieldType) {
-      return b.CreateLoad(fieldType, b.CreateConstGEP1_64(i64, function->getArg(0), index));
-    };
-    CreationOperands operands{field(0, i64), field(1, pointer), field(2, i64),
-                              field(3, i64), field(4, f64),     field(5, f64)};
+    CreationOperands operands; // CreationArgs, field by field
+    for (const CreationField &field : kCreationFields)
+      operands.*field.operand =
+          b.CreateLoad(fieldType(context, field.kind, 0),
+                       b.CreateConstGEP1_64(b.getInt8Ty(), function->getArg(0), field.offset));
     Value *block = function->getArg(1), *blockSize = function->getArg(2), *gridSize = function->getArg(3);
     // for (t = 0; t < blockSize; ++t) the loop of thread t of `block`
     llvm::BasicBlock *entry = b.GetInsertBlock();

@@ -232,20 +232,23 @@ SimDeviceKernel compileSimDeviceKernel(const KernelSpec &spec);
 // kMatmulThreads threads; block (x, y) computes the kMatmulTile x kMatmulTile outputs from row y *
 // kMatmulTile and column x * kMatmulTile, thread (tx, ty) the 4 x 4 of them at rows ty + 16 i and columns tx
 // + 16 j (adjacent threads read adjacent columns of b and write adjacent outputs). The PTX entry
-// matmulKernelName(dtype) has the parameters (i64 n, i64 m, i64 k, ptr a, i64 aRowStride, i64 aColStride, ptr
-// b, i64 bRowStride, i64 bColStride, ptr c) and is launched over a grid of ceil(m / kMatmulTile) x ceil(n /
-// kMatmulTile) blocks; the simulated-device function runs the same threads of one block in turn.
+// matmulKernelName(dtype) has MatmulArgs' fields as its parameters, in their order (every one 8 bytes: a
+// MatmulArgs is the kernel's parameter buffer), and is launched over a grid of ceil(m / kMatmulTile) x ceil(n
+// / kMatmulTile) blocks; the simulated-device function reads the same fields and runs the threads of one
+// block in turn.
 
 constexpr int64_t kMatmulThreads = 16, kMatmulTile = 64;
 
 struct MatmulArgs {
   int64_t n, m, k;
-  const void *a;
+  const void *a; // pointers: device addresses on a device
   int64_t aRowStride, aColStride;
   const void *b;
   int64_t bRowStride, bColStride;
   void *c;
 };
+static_assert(sizeof(MatmulArgs) == 10 * 8,
+              "MatmulArgs must be its kernel's parameter buffer: 8-byte fields");
 
 using SimMatmulKernel = void (*)(const MatmulArgs *args, int64_t blockX, int64_t blockY);
 
@@ -269,16 +272,18 @@ SimMatmulKernel compileSimMatmulKernel(ir::DType dtype);
 //   randn    normal, by Box-Muller from the same bits (log and cos: libm on the simulated device, libdevice
 //            in PTX, within a few ulps of each other)
 //
-// The PTX entry creationKernelName(kind, dtype) has the parameters (i64 count, ptr output, i64 p0, i64 p1,
-// double x0, double x1), a grid-stride loop over the elements like the elementwise kernels'; the
-// simulated-device function runs the threads of one block in turn.
+// The PTX entry creationKernelName(kind, dtype) has CreationArgs' fields as its parameters, in their order
+// (a CreationArgs is its parameter buffer), a grid-stride loop over the elements like the elementwise
+// kernels'; the simulated-device function reads the same fields and runs the threads of one block in turn.
 
 struct CreationArgs {
   int64_t count;
-  void *output;
+  void *output; // a device address on a device
   int64_t p0, p1;
   double x0, x1;
 };
+static_assert(sizeof(CreationArgs) == 6 * 8,
+              "CreationArgs must be its kernel's parameter buffer: 8-byte fields");
 
 using SimCreationKernel = void (*)(const CreationArgs *args, int64_t block, int64_t blockSize,
                                    int64_t gridSize);

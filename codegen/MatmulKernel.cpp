@@ -6,9 +6,12 @@
 #include "codegen/ScalarEmitter.h"
 #include "ir/Assert.h"
 
+#include <cstddef>
+#include <iterator>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/Module.h>
+#include <vector>
 
 namespace tg::codegen {
 
@@ -21,6 +24,27 @@ constexpr int64_t kPerThread = kMatmulTile / kMatmulThreads; // outputs per thre
 struct MatmulOperands {
   Value *n, *m, *k, *a, *aRowStride, *aColStride, *b, *bRowStride, *bColStride, *c;
 };
+
+/// Each MatmulArgs field: where it is (its offset / 8 is its parameter's index, the struct being the kernel's
+/// parameter buffer), whether it is a pointer (else an i64), and the operand it becomes.
+struct MatmulField {
+  size_t offset;
+  bool pointer;
+  Value *MatmulOperands::*operand;
+};
+const MatmulField kMatmulFields[] = {
+    {offsetof(MatmulArgs, n), false, &MatmulOperands::n},
+    {offsetof(MatmulArgs, m), false, &MatmulOperands::m},
+    {offsetof(MatmulArgs, k), false, &MatmulOperands::k},
+    {offsetof(MatmulArgs, a), true, &MatmulOperands::a},
+    {offsetof(MatmulArgs, aRowStride), false, &MatmulOperands::aRowStride},
+    {offsetof(MatmulArgs, aColStride), false, &MatmulOperands::aColStride},
+    {offsetof(MatmulArgs, b), true, &MatmulOperands::b},
+    {offsetof(MatmulArgs, bRowStride), false, &MatmulOperands::bRowStride},
+    {offsetof(MatmulArgs, bColStride), false, &MatmulOperands::bColStride},
+    {offsetof(MatmulArgs, c), true, &MatmulOperands::c},
+};
+static_assert(std::size(kMatmulFields) * 8 == sizeof(MatmulArgs), "every MatmulArgs field has its entry");
 
 /// acc + x * y as the CPU computes it: in floating point, wrapping for integers, or-of-ands for bools.
 Value *multiplyAdd(llvm::IRBuilder<> &b, ir::DType dtype, Value *acc, Value *x, Value *y) {
@@ -119,14 +143,17 @@ llvm::Function *buildMatmulPtxKernel(llvm::Module &module, ir::DType dtype, cons
   llvm::LLVMContext &context = module.getContext();
   llvm::Type *i64 = llvm::Type::getInt64Ty(context);
   llvm::Type *global = llvm::PointerType::get(context, 1);
-  auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(context),
-                                       {i64, i64, i64, global, i64, i64, global, i64, i64, global}, false);
+  std::vector<llvm::Type *> parameters(std::size(kMatmulFields));
+  for (const MatmulField &field : kMatmulFields)
+    parameters[field.offset / 8] = field.pointer ? global : i64;
+  auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(context), parameters, false);
   llvm::Function *function = llvm::Function::Create(type, llvm::Function::ExternalLinkage, name, module);
   function->setCallingConv(llvm::CallingConv::PTX_Kernel);
   function->addFnAttr(llvm::Attribute::NoUnwind);
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", function));
-  auto arg = [&](unsigned i) { return function->getArg(i); };
-  MatmulOperands operands{arg(0), arg(1), arg(2), arg(3), arg(4), arg(5), arg(6), arg(7), arg(8), arg(9)};
+  MatmulOperands operands;
+  for (const MatmulField &field : kMatmulFields)
+    operands.*field.operand = function->getArg(static_cast<unsigned>(field.offset / 8));
   auto special = [&](llvm::Intrinsic::ID id) { return b.CreateZExt(b.CreateIntrinsic(id, {}, {}), i64); };
   emitThread(b, dtype, operands, special(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x),
              special(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_y),
@@ -143,13 +170,11 @@ llvm::Function *buildMatmulSimKernel(llvm::Module &module, ir::DType dtype, cons
   llvm::Function *function = llvm::Function::Create(type, llvm::Function::ExternalLinkage, name, module);
   function->addFnAttr(llvm::Attribute::NoUnwind);
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", function));
-  // MatmulArgs, field by field (all 8 bytes).
-  auto field = [&](unsigned index, llvm::Type *fieldType) {
-    return b.CreateLoad(fieldType, b.CreateConstGEP1_64(i64, function->getArg(0), index));
-  };
-  MatmulOperands operands{field(0, i64), field(1, i64),    field(2, i64),     field(3, pointer),
-                          field(4, i64), field(5, i64),    field(6, pointer), field(7, i64),
-                          field(8, i64), field(9, pointer)};
+  MatmulOperands operands; // MatmulArgs, field by field
+  for (const MatmulField &field : kMatmulFields)
+    operands.*field.operand =
+        b.CreateLoad(field.pointer ? pointer : i64,
+                     b.CreateConstGEP1_64(b.getInt8Ty(), function->getArg(0), field.offset));
   // for (ty = 0; ty < 16; ++ty) for (tx = 0; tx < 16; ++tx) thread (tx, ty)
   llvm::BasicBlock *entry = b.GetInsertBlock();
   llvm::BasicBlock *outer = llvm::BasicBlock::Create(context, "ty.loop", function);

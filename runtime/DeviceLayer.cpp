@@ -278,15 +278,16 @@ Tensor DeviceLayer::createByIndex(const ir::Op &op, ir::DType dtype) {
   Tensor out = allocate(dtype, op.attrs().shape);
   int64_t count = out.numElements();
   if (count == 0) return out;
-  CreationKernelLaunch kernel{op.kind(), dtype, elementwiseGrid(count, multiprocessors_), count,
-                              addressOf(out)};
-  if (op.kind() == OpKind::Eye) kernel.p0 = op.attrs().shape.at(1);
+  CreationKernelLaunch kernel{op.kind(), dtype, elementwiseGrid(count, multiprocessors_), {}};
+  codegen::CreationArgs &args = kernel.args;
+  args.count = count;
+  args.output = out.rawData();
+  if (op.kind() == OpKind::Eye) args.p0 = op.attrs().shape.at(1);
   if (op.kind() == OpKind::Rand || op.kind() == OpKind::Randn)
-    kernel.p0 = static_cast<int64_t>(op.attrs().seed);
+    args.p0 = static_cast<int64_t>(op.attrs().seed);
   if (op.kind() == OpKind::Arange) {
     ArangeTerms terms = arangeTerms(op.attrs(), dtype);
-    kernel.p0 = terms.first, kernel.p1 = terms.step, kernel.x0 = terms.floatFirst,
-    kernel.x1 = terms.floatStep;
+    args.p0 = terms.first, args.p1 = terms.step, args.x0 = terms.floatFirst, args.x1 = terms.floatStep;
   }
   issue(codegen::creationKernelName(op.kind(), dtype), kernel.grid, [&] { launch(kernel); });
   return out;
@@ -401,9 +402,13 @@ void DeviceLayer::multiply(const Tensor &a, const Tensor &b, DeviceAddress c, ir
   int64_t n = a.shape()[0], k = a.shape()[1], m = b.shape()[1];
   if (!hasGemm(dtype)) {
     // The generated kernel reads a and b in place, through their strides.
-    MatmulKernelLaunch kernel{
-        dtype,          matmulGrid(n, m), n, m, k, addressOf(a), a.strides()[0], a.strides()[1], addressOf(b),
-        b.strides()[0], b.strides()[1],   c};
+    auto pointer = [](DeviceAddress address) {
+      return reinterpret_cast<void *>(static_cast<uintptr_t>(address));
+    };
+    MatmulKernelLaunch kernel{dtype, matmulGrid(n, m),
+                              codegen::MatmulArgs{n, m, k, pointer(addressOf(a)), a.strides()[0],
+                                                  a.strides()[1], pointer(addressOf(b)), b.strides()[0],
+                                                  b.strides()[1], pointer(c)}};
     issue(codegen::matmulKernelName(dtype), kernel.grid, [&] { launch(kernel); });
     ++generatedMatmuls_;
     return;

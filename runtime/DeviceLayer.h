@@ -50,27 +50,21 @@ struct FusedKernelLaunch {
   codegen::FusedParameters parameters{};
 };
 
-/// A launch of the generated matmul kernel of `dtype` (codegen/Kernel.h's matmul section).
+/// A launch of the generated matmul kernel of `dtype` (codegen/Kernel.h's matmul section), its parameters the
+/// fields of `args`, whose pointers are device addresses.
 struct MatmulKernelLaunch {
   ir::DType dtype = ir::DType::F32;
   Grid grid;
-  int64_t n = 0, m = 0, k = 0;
-  DeviceAddress a = 0;
-  int64_t aRowStride = 0, aColStride = 0;
-  DeviceAddress b = 0;
-  int64_t bRowStride = 0, bColStride = 0;
-  DeviceAddress c = 0;
+  codegen::MatmulArgs args{};
 };
 
-/// A launch of the creation kernel of `kind` and `dtype` (codegen/Kernel.h's creation kernels).
+/// A launch of the creation kernel of `kind` and `dtype` (codegen/Kernel.h's creation kernels), its
+/// parameters the fields of `args`, whose output is a device address.
 struct CreationKernelLaunch {
   ir::OpKind kind = ir::OpKind::Eye;
   ir::DType dtype = ir::DType::F32;
   Grid grid;
-  int64_t count = 0;
-  DeviceAddress output = 0;
-  int64_t p0 = 0, p1 = 0;
-  double x0 = 0, x1 = 0;
+  codegen::CreationArgs args{};
 };
 
 /// c (n x m, row-major, leading dimension m) = op(a) (n x k) @ op(b) (k x m), row-major operands with leading

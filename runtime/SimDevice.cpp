@@ -119,18 +119,9 @@ private:
 
   void launch(const MatmulKernelLaunch &launch) override {
     codegen::SimMatmulKernel kernel = codegen::compileSimMatmulKernel(launch.dtype);
-    codegen::MatmulArgs args{launch.n,
-                             launch.m,
-                             launch.k,
-                             pointer<const void>(launch.a),
-                             launch.aRowStride,
-                             launch.aColStride,
-                             pointer<const void>(launch.b),
-                             launch.bRowStride,
-                             launch.bColStride,
-                             pointer<void>(launch.c)};
+    const codegen::MatmulArgs &args = launch.args;
     int64_t blocksX = launch.grid.blocksX;
-    runGrid(blocksX * launch.grid.blocksY, launch.n * launch.m * std::max<int64_t>(launch.k, 1),
+    runGrid(blocksX * launch.grid.blocksY, args.n * args.m * std::max<int64_t>(args.k, 1),
             [&](int64_t block) {
               kernel(&args, block % blocksX, block / blocksX);
               return codegen::kKernelOk;
@@ -139,10 +130,8 @@ private:
 
   void launch(const CreationKernelLaunch &launch) override {
     codegen::SimCreationKernel kernel = codegen::compileSimCreationKernel(launch.kind, launch.dtype);
-    codegen::CreationArgs args{launch.count, pointer<void>(launch.output), launch.p0, launch.p1, launch.x0,
-                               launch.x1};
-    runGrid(launch.grid.blocksX, launch.count, [&](int64_t block) {
-      kernel(&args, block, launch.grid.threadsX, launch.grid.blocksX);
+    runGrid(launch.grid.blocksX, launch.args.count, [&](int64_t block) {
+      kernel(&launch.args, block, launch.grid.threadsX, launch.grid.blocksX);
       return codegen::kKernelOk;
     });
   }

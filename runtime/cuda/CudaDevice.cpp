@@ -187,35 +187,33 @@ private:
     return function;
   }
 
-  void launchOnGrid(CUfunction function, const Grid &grid, std::vector<void *> parameters) {
+  /// Launches `function` with its parameters as one buffer of `bytes` bytes laid out as its PTX entry
+  /// declares them: every parameter of tgc's kernels is 8 bytes, so an argument struct (or array) of 8-byte
+  /// fields in the entry's order is that buffer.
+  void launchOnGrid(CUfunction function, const Grid &grid, const void *parameters, size_t bytes) {
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<void *>(parameters),
+                     CU_LAUNCH_PARAM_BUFFER_SIZE, &bytes, CU_LAUNCH_PARAM_END};
     TG_CUDA_CHECK(driver(), cuLaunchKernel, function, grid.blocksX, grid.blocksY, 1, grid.threadsX,
-                  grid.threadsY, 1, 0, context_->stream, parameters.data(), nullptr);
+                  grid.threadsY, 1, 0, context_->stream, nullptr, extra);
   }
 
   void launch(const FusedKernelLaunch &launch) override {
     CUfunction kernel =
         function(codegen::kernelName(launch.spec), [&] { return codegen::emitPtx(launch.spec, arch_); });
-    codegen::FusedParameters values = launch.parameters; // the parameters' addresses, in order
-    std::vector<void *> parameters;
-    for (unsigned i = 0; i < codegen::fusedParameterCount(launch.spec); ++i)
-      parameters.push_back(&values[i]);
-    launchOnGrid(kernel, launch.grid, std::move(parameters));
+    launchOnGrid(kernel, launch.grid, launch.parameters.data(),
+                 codegen::fusedParameterCount(launch.spec) * sizeof(uint64_t));
   }
 
   void launch(const MatmulKernelLaunch &launch) override {
     CUfunction kernel = function(codegen::matmulKernelName(launch.dtype),
                                  [&] { return codegen::emitMatmulPtx(launch.dtype, arch_); });
-    MatmulKernelLaunch p = launch;
-    launchOnGrid(
-        kernel, launch.grid,
-        {&p.n, &p.m, &p.k, &p.a, &p.aRowStride, &p.aColStride, &p.b, &p.bRowStride, &p.bColStride, &p.c});
+    launchOnGrid(kernel, launch.grid, &launch.args, sizeof launch.args);
   }
 
   void launch(const CreationKernelLaunch &launch) override {
     CUfunction kernel = function(codegen::creationKernelName(launch.kind, launch.dtype),
                                  [&] { return codegen::emitCreationPtx(launch.kind, launch.dtype, arch_); });
-    CreationKernelLaunch p = launch;
-    launchOnGrid(kernel, launch.grid, {&p.count, &p.output, &p.p0, &p.p1, &p.x0, &p.x1});
+    launchOnGrid(kernel, launch.grid, &launch.args, sizeof launch.args);
   }
 
   bool hasGemm(ir::DType dtype) const override {

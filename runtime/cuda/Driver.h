@@ -60,6 +60,10 @@ enum : unsigned int {
   CU_STREAM_NON_BLOCKING = 1,
   CU_EVENT_DISABLE_TIMING = 2,
 };
+// cuLaunchKernel's `extra`: the kernel's parameters as one buffer.
+inline void *const CU_LAUNCH_PARAM_END = reinterpret_cast<void *>(0x00);
+inline void *const CU_LAUNCH_PARAM_BUFFER_POINTER = reinterpret_cast<void *>(0x01);
+inline void *const CU_LAUNCH_PARAM_BUFFER_SIZE = reinterpret_cast<void *>(0x02);
 
 /// One pointer per listed function; all set once Driver::open() returns.
 struct DriverApi {

@@ -320,14 +320,20 @@ CUresult cuModuleGetFunction(void **function, void *module, const char *name) {
 
 CUresult cuLaunchKernel(void *function, unsigned int gridX, unsigned int gridY, unsigned int gridZ,
                         unsigned int blockX, unsigned int blockY, unsigned int blockZ, unsigned int shared,
-                        void *, void **parameters, void **) {
+                        void *, void **parameters, void **extra) {
   std::lock_guard lock(state().mutex);
   char details[256];
   std::snprintf(details, sizeof details, "%s grid=%ux%ux%u block=%ux%ux%u shared=%u",
                 static_cast<Function *>(function)->name.c_str(), gridX, gridY, gridZ, blockX, blockY, blockZ,
                 shared);
   if (CUresult failed = enter("cuLaunchKernel", details)) return failed;
-  return parameters ? 0 : 1;
+  // The parameters as the driver takes them: a pointer per parameter, or (exclusively) one buffer in `extra`:
+  // {CU_LAUNCH_PARAM_BUFFER_POINTER (1), buffer, CU_LAUNCH_PARAM_BUFFER_SIZE (2), &size, CU_LAUNCH_PARAM_END
+  // (0)}, its size a whole number of the 8-byte parameters of tgc's kernels.
+  if (parameters) return extra ? 1 : 0;
+  bool packed = extra && extra[0] == reinterpret_cast<void *>(1) && extra[1] &&
+                extra[2] == reinterpret_cast<void *>(2) && extra[3] && extra[4] == nullptr;
+  return packed && *static_cast<size_t *>(extra[3]) % 8 == 0 && *static_cast<size_t *>(extra[3]) > 0 ? 0 : 1;
 }
 
 CUresult cuMemGetInfo(size_t *free, size_t *total) {

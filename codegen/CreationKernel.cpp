@@ -52,18 +52,10 @@ llvm::Type *fieldType(llvm::LLVMContext &context, CreationField::Kind kind, unsi
   return llvm::PointerType::get(context, addressSpace);
 }
 
-/// log or cos of a float or double: libm on the host (not turned into a vector variant, so the bits are
-/// libm's, as the CPU kernel's), libdevice on NVPTX.
+/// log or cos of a float or double: libm's exactly on the host (no vector variant, so the bits are the CPU
+/// kernel's), libdevice's on NVPTX.
 Value *math(llvm::IRBuilder<> &b, bool nvptx, const char *function, Value *argument) {
-  llvm::Type *type = argument->getType();
-  std::string name = std::string(nvptx ? "__nv_" : "") + function + (type->isFloatTy() ? "f" : "");
-  llvm::Module *module = b.GetInsertBlock()->getModule();
-  llvm::FunctionCallee callee =
-      module->getOrInsertFunction(name, llvm::FunctionType::get(type, {type}, false));
-  llvm::CallInst *call = b.CreateCall(callee, {argument});
-  call->setDoesNotAccessMemory();
-  if (!nvptx) call->addFnAttr(llvm::Attribute::NoBuiltin);
-  return call;
+  return emitMathCall(b, nvptx ? MathTarget::Nvptx : MathTarget::Host, function, {argument}, /*exact=*/true);
 }
 
 /// Philox4x32-10 of counter (index, 0) and key `seed` (runtime/Random.cpp's philox4x32_10).

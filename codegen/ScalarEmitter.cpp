@@ -112,28 +112,10 @@ public:
     return target == MathTarget::Host ? b.CreateFRem(x, y) : math("fmod", {x, y});
   }
 
-  /// libm's function `name` (`name`f for f32) on the host, libdevice's __nv_`name`(f) on NVPTX. Calls on the
-  /// host whose arguments are immediates only are nobuiltin: LLVM would fold them through double precision, a
-  /// result a few ulps from libm's; a nobuiltin call is not folded, and runs once, hoisted out of the loop.
+  /// A MATH_OP's (and pow's) call; exact on the host when its arguments are immediates only, which LLVM would
+  /// otherwise fold: a nobuiltin call runs once, hoisted out of the loop.
   Value *math(const std::string &name, llvm::ArrayRef<Value *> arguments) {
-    llvm::Type *type = arguments[0]->getType();
-    std::string symbol =
-        std::string(target == MathTarget::Nvptx ? "__nv_" : "") + name + (type->isFloatTy() ? "f" : "");
-    std::vector<llvm::Type *> parameters(arguments.size(), type);
-    llvm::Module *module = b.GetInsertBlock()->getModule();
-    llvm::FunctionCallee callee =
-        module->getOrInsertFunction(symbol, llvm::FunctionType::get(type, parameters, false));
-    if (auto *declaration = llvm::dyn_cast<llvm::Function>(callee.getCallee())) {
-      // These functions only compute (no errno is read back), so they can be hoisted, removed or vectorized
-      // (codegen/PassPipeline.cpp names libmvec's variants).
-      declaration->setDoesNotAccessMemory();
-      declaration->setDoesNotThrow();
-      declaration->setWillReturn();
-    }
-    llvm::CallInst *call = b.CreateCall(callee, arguments);
-    call->setDoesNotAccessMemory();
-    if (target == MathTarget::Host && inputFree) call->addFnAttr(llvm::Attribute::NoBuiltin);
-    return call;
+    return emitMathCall(b, target, name, arguments, target == MathTarget::Host && inputFree);
   }
 
   /// scalar::Pow's integers: exponentiation by squaring in wrapping arithmetic; a negative exponent is
@@ -254,6 +236,26 @@ private:
 };
 
 } // namespace
+
+Value *emitMathCall(llvm::IRBuilder<> &builder, MathTarget target, const std::string &name,
+                    llvm::ArrayRef<Value *> arguments, bool exact) {
+  llvm::Type *type = arguments[0]->getType();
+  std::string symbol =
+      std::string(target == MathTarget::Nvptx ? "__nv_" : "") + name + (type->isFloatTy() ? "f" : "");
+  std::vector<llvm::Type *> parameters(arguments.size(), type);
+  llvm::Module *module = builder.GetInsertBlock()->getModule();
+  llvm::FunctionCallee callee =
+      module->getOrInsertFunction(symbol, llvm::FunctionType::get(type, parameters, false));
+  if (auto *declaration = llvm::dyn_cast<llvm::Function>(callee.getCallee())) {
+    declaration->setDoesNotAccessMemory(); // no errno is read back
+    declaration->setDoesNotThrow();
+    declaration->setWillReturn();
+  }
+  llvm::CallInst *call = builder.CreateCall(callee, arguments);
+  call->setDoesNotAccessMemory();
+  if (exact && target == MathTarget::Host) call->addFnAttr(llvm::Attribute::NoBuiltin);
+  return call;
+}
 
 ScalarResult emitScalarBody(llvm::IRBuilder<> &builder, const ir::ScalarGraph &graph,
                             llvm::ArrayRef<Value *> inputs, MathTarget target) {

@@ -41,6 +41,13 @@ struct ScalarResult {
 /// Emits the instructions of `graph` at the builder's insertion point, reading `inputs` (one register value
 /// per graph input). Integer pow adds a loop, so the builder may end in another block than it started in; the
 /// result is valid there. Every (op, dtype) must be one the CPU kernels accept (else a compiler bug).
+/// A call of libm's function `name` (`name`f for f32) on the host, of libdevice's __nv_`name`(f) on NVPTX,
+/// marked as computing only, so that it can be hoisted, removed or vectorized (codegen/PassPipeline.cpp names
+/// libmvec's variants). `exact`, on the host: a call LLVM may neither fold (through double precision, a few
+/// ulps from libm's result) nor replace by a vector variant (nobuiltin), so that its bits are libm's.
+llvm::Value *emitMathCall(llvm::IRBuilder<> &builder, MathTarget target, const std::string &name,
+                          llvm::ArrayRef<llvm::Value *> arguments, bool exact);
+
 ScalarResult emitScalarBody(llvm::IRBuilder<> &builder, const ir::ScalarGraph &graph,
                             llvm::ArrayRef<llvm::Value *> inputs, MathTarget target);
 

@@ -112,7 +112,7 @@ public:
   }
 
   /// The stored result (registerType(output)) of an accumulator over `count` (i64) elements: mean divides in
-  /// double, then everything converts to the output dtype as castScalar does.
+  /// double, then everything converts to the output dtype as a cast does (scalar::Cast).
   llvm::Value *finish(llvm::Value *accumulated, llvm::Value *count) {
     if (kind == ir::OpKind::Mean) accumulated = b.CreateFDiv(accumulated, b.CreateSIToFP(count, type));
     llvm::Type *result = registerType(b.getContext(), output);

@@ -7,7 +7,7 @@
 //
 // Semantics are those of the CPU kernels (runtime/ElementwiseKernels.cpp, NumPy's): integer arithmetic wraps,
 // `mod` takes the divisor's sign, integer `pow` of a negative exponent is an error (kNegativeIntegerPower),
-// maximum/minimum/clip propagate NaN, casts follow runtime::castScalar. Host and simulated-device kernels
+// maximum/minimum/clip propagate NaN, casts follow scalar::Cast (codegen/ScalarOps.h). Host and simulated-device kernels
 // call the same libm functions as the CPU kernels (or libmvec's vector variants, a few ulps apart); PTX
 // kernels call libdevice's, within its documented error bounds. All else is bitwise the CPU kernels' result.
 #pragma once

@@ -9,8 +9,7 @@ given the simulated GPU's 132 multiprocessors, so that launch shapes agree. With
 is the machine's own GPU (bench/gpu.sh): its traces must equal the sim's too, when it has 132 multiprocessors
 (an H100 SXM or H200) and cuBLAS. The two traces must be equal line
 for line (allocations, copies and their sizes, kernel names and grids, gemm shapes, synchronizations), both runs must
-exit with the same status, an example with inputs must launch kernels, and no op may be staged through the
-host (every op the scripts use has a device kernel).
+exit with the same status, and an example with inputs must launch kernels.
 
   /usr/bin/python3 tests/e2e/device_trace.py --tgc build/tgc --fake-cuda build/tests/libtgc_fake_cuda.so \\
       --fake-cublas build/tests/libtgc_fake_cublas.so [-k SUBSTRING] [-v]

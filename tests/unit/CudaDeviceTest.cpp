@@ -2,7 +2,7 @@
 // its failures, device queries, transfers (direct and through pinned staging), module loading, launches,
 // the caching allocator and out-of-memory, matmul through a fake cuBLAS.
 // The fake's device memory is host memory and its launches run nothing: numbers are checked only where no
-// generated kernel computes them (transfers, gemm, staged ops).
+// generated kernel computes them (transfers, gemm).
 #include "runtime/cuda/CudaDevice.h"
 
 #include "ir/Graph.h"

@@ -1,6 +1,7 @@
-// The device layer (runtime/DeviceLayer.h) on the simulated device: ops that used to be staged through the
-// host (eye, arange, rand, randn, integer, bool and batched matmul) now run as device kernels, and give the
-// CPU's numbers exactly (the simulated kernels call the same libm as the CPU kernels).
+// The device layer (runtime/DeviceLayer.h) on the simulated device: every device op (eye, arange, rand, randn,
+// integer, bool and batched matmul among them) runs as device kernels and gives the CPU's numbers exactly (the
+// simulated kernels call the same libm as the CPU kernels); the device plan covers every op with a device
+// implementation.
 #include "runtime/DeviceLayer.h"
 
 #include "ir/Graph.h"
@@ -34,7 +35,7 @@ TensorType typeOf(DType dtype, const std::vector<int64_t> &shape, Place place) {
 }
 
 /// Runs `kind` on `inputs` as a device node on the simulated device and as a host node on the CPU; expects
-/// the same dtype, shape and elements, and nothing staged through the host.
+/// the same dtype, shape and elements.
 void expectDeviceMatchesCpu(OpKind kind, const OpAttrs &attrs, DType dtype, const std::vector<int64_t> &shape,
                             const std::vector<Tensor> &inputs, const std::string &what) {
   Graph graph;

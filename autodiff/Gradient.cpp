@@ -462,6 +462,7 @@ std::vector<Value *> GradientBuilder::inputGradients(const Node &node, Value *g,
   case OpKind::Ceil:
   case OpKind::Round:
   case OpKind::Sign:
+  case OpKind::FloorDiv:
   case OpKind::ZerosLike:
   case OpKind::OnesLike:
     break; // piecewise constant, or only the shape is used: zero gradient

@@ -459,6 +459,58 @@ struct Mod {
   }
 };
 
+/// NumPy's floor_divide: the quotient rounded toward minus infinity, consistent with Mod (a == b * (a // b) +
+/// a % b). Floats as NumPy's npy_floor_divide: a zero divisor gives a / b (an infinity or NaN); otherwise
+/// (a - fmod(a, b)) / b, one less where the remainder's sign differs from the divisor's, then floored
+/// (rounded up where that division fell just short of a whole number), and a zero quotient takes the sign of
+/// a / b. Integers: a zero divisor gives 0 (NumPy warns), and INT_MIN // -1 wraps to INT_MIN.
+struct FloorDiv {
+  template <Number T>
+  static T evaluate(T a, T b) {
+    if constexpr (kIsFloat<T>) {
+      if (b == 0) return a / b;
+      T mod = std::fmod(a, b);
+      T div = (a - mod) / b;
+      if (mod != 0 && (b < 0) != (mod < 0)) div -= T(1);
+      if (div == 0) return std::copysign(T(0), a / b);
+      T floor = std::floor(div);
+      return div - floor > T(0.5) ? floor + T(1) : floor;
+    } else {
+      if (b == 0) return 0;
+      if (b == -1) return Neg::evaluate(a);
+      T quotient = a / b;
+      return a % b != 0 && (a < 0) != (b < 0) ? quotient - 1 : quotient;
+    }
+  }
+  template <typename E, typename V>
+  static V *emit(E &e, DType dtype, V *a, V *b) {
+    if (ir::isFloat(dtype)) {
+      V *zero = e.constant(a, 0), *one = e.constant(a, 1);
+      V *mod = e.fmod(a, b);
+      V *div = e.b.CreateFDiv(e.b.CreateFSub(a, mod), b);
+      V *signsDiffer = e.b.CreateXor(e.b.CreateFCmpOLT(b, zero), e.b.CreateFCmpOLT(mod, zero));
+      div = e.b.CreateSelect(e.b.CreateAnd(e.b.CreateFCmpUNE(mod, zero), signsDiffer),
+                             e.b.CreateFSub(div, one), div);
+      V *floor = e.floor(div);
+      V *rounded = e.b.CreateSelect(e.b.CreateFCmpOGT(e.b.CreateFSub(div, floor), e.constant(a, 0.5)),
+                                    e.b.CreateFAdd(floor, one), floor);
+      V *quotient = e.b.CreateFDiv(a, b);
+      V *result = e.b.CreateSelect(e.b.CreateFCmpOEQ(div, zero), e.copysign(zero, quotient), rounded);
+      return e.b.CreateSelect(e.b.CreateFCmpOEQ(b, zero), quotient, result);
+    }
+    // sdiv and srem are undefined for the divisors 0 and -1 (INT_MIN) even when not selected: they divide
+    // by 1.
+    V *zero = e.integer(a, 0);
+    V *isZero = e.b.CreateICmpEQ(b, zero), *isMinusOne = e.b.CreateICmpEQ(b, e.integer(b, -1));
+    V *divisor = e.b.CreateSelect(e.b.CreateOr(isZero, isMinusOne), e.integer(b, 1), b);
+    V *quotient = e.b.CreateSDiv(a, divisor), *remainder = e.b.CreateSRem(a, divisor);
+    V *signsDiffer = e.b.CreateXor(e.b.CreateICmpSLT(a, zero), e.b.CreateICmpSLT(b, zero));
+    V *adjust = e.b.CreateAnd(e.b.CreateICmpNE(remainder, zero), signsDiffer);
+    quotient = e.b.CreateSelect(adjust, e.b.CreateSub(quotient, e.integer(a, 1)), quotient);
+    return e.b.CreateSelect(isZero, zero, e.b.CreateSelect(isMinusOne, e.b.CreateSub(zero, a), quotient));
+  }
+};
+
 /// Floats: libm's pow. Integers: exponentiation by squaring in wrapping arithmetic; a negative exponent is an
 /// error, as NumPy's.
 struct Pow {

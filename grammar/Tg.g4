@@ -76,7 +76,7 @@ expr
   | <assoc=right> lhs=expr op='**' rhs=expr                  # binaryExpr
   | op=('-' | '+') operand=expr                              # unaryExpr
   | '@' place=NAME expr                                      # pinnedExpr
-  | lhs=expr op=('*' | '/' | '%' | '@') rhs=expr             # binaryExpr
+  | lhs=expr op=('*' | '/' | '//' | '%' | '@') rhs=expr      # binaryExpr
   | lhs=expr op=('+' | '-') rhs=expr                         # binaryExpr
   | lhs=expr op=('<' | '<=' | '>' | '>=' | '==' | '!=') rhs=expr # binaryExpr
   | op=NOT operand=expr                                      # unaryExpr

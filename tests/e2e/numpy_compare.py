@@ -296,6 +296,12 @@ def groups():
         C("a % -0.75", lambda v: np.mod(v.a, F32(-0.75))),
         C("ia % ib", lambda v: np.mod(v.ia, v.ib)),
         C("ia % -3", lambda v: np.mod(v.ia, -3)),
+        C("a // c", lambda v: np.floor_divide(v.a, v.c)),     # // rounds toward -inf, as NumPy's
+        C("a // -0.75", lambda v: np.floor_divide(v.a, F32(-0.75))),
+        C("ia // ib", lambda v: np.floor_divide(v.ia, v.ib)),
+        C("ia // -3", lambda v: np.floor_divide(v.ia, -3)),
+        C("7 // 2", lambda v: np.int64(3)),
+        C("ia // ib * ib + ia % ib", lambda v: v.ia),         # a == b * (a // b) + a % b
         C("ia / ib", lambda v: v.ia / v.ib),                  # integer / gives f64
         C("ia / 2", lambda v: v.ia / 2),
         C("ia ** ip", lambda v: v.ia ** v.ip),
@@ -443,6 +449,7 @@ def groups():
         C("abs(ia)", lambda v: np.abs(v.ia)),                      # abs(-2**31) = -2**31
         C("-ia", lambda v: -v.ia),
         C("ia % ib", lambda v: np.mod(v.ia, v.ib)),                # NumPy: x % 0 = 0 (with a warning)
+        C("ia // ib", lambda v: np.floor_divide(v.ia, v.ib)),      # x // 0 = 0, INT_MIN // -1 = INT_MIN
         C("ia + ia", lambda v: v.ia + v.ia),
         C("sum(ia)", lambda v: np.sum(v.ia)),                      # i64: no overflow
     ]))

@@ -1,8 +1,8 @@
 // The builtin functions of the language: their signatures (positional parameters, keywords, defaults) and how
 // each becomes graph nodes. Argument checking happens here, with the call's locations.
 #include "frontend/GraphBuilderInternal.h"
-#include "ir/Assert.h"
 #include "io/Npy.h"
+#include "ir/Assert.h"
 
 #include <algorithm>
 #include <cmath>
@@ -96,7 +96,7 @@ private:
 };
 
 /// The builtins that are not ops of their own name: casts are spelled by their dtype (f32(x)).
-const std::set<std::string> kFunctions{"load", "grad"};
+const std::set<std::string> kFunctions{"load", "grad", "var", "std"};
 
 std::string listString(const std::vector<int64_t> &values) {
   std::string text = "[";
@@ -143,6 +143,26 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
            "axis " + std::to_string(axis) + " is out of bounds for an array of rank " + std::to_string(rank));
     return axis < 0 ? axis + r : axis;
   };
+  // A reduction's axes (sorted; all when none is given, but for a positional one, which takes a single axis
+  // or the flattened array) and keepdims, from its `axis` and `keepdims` arguments.
+  auto reductionAttrs = [&](const Arguments &args, size_t rank, bool positional) {
+    OpAttrs attrs;
+    attrs.keepdims = flag(args.get("keepdims"), false);
+    if (const Expr *axis = args.get("axis")) {
+      if (positional && axis->as<ListExpr>()) fail(axis->loc, name + "() takes a single axis, not a list");
+      for (int64_t a : staticInts(*axis, scope, "an axis")) {
+        int64_t normalized = normalizeAxis(a, rank, *axis);
+        if (std::count(attrs.axes.begin(), attrs.axes.end(), normalized))
+          fail(axis->loc, "axis " + std::to_string(a) + " is repeated");
+        attrs.axes.push_back(normalized);
+      }
+      std::sort(attrs.axes.begin(), attrs.axes.end());
+    } else if (!positional) {
+      attrs.axes.resize(rank);
+      std::iota(attrs.axes.begin(), attrs.axes.end(), 0);
+    }
+    return attrs;
+  };
 
   if (auto dtype = ir::parseDType(name)) {
     Arguments args(name, {{"x"}, 1}, call, *this);
@@ -151,6 +171,38 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     OpAttrs attrs;
     attrs.dtype = *dtype;
     return apply(Op(OpKind::Cast, attrs), {materialize(x, loc)}, loc);
+  }
+  if (name == "var" || name == "std") {
+    // NumPy's: the mean of the squared deviations from the mean over `axis`, times n / (n - ddof) for the n
+    // elements each result reduces; std is its square root. Integers and bools are computed in f64.
+    Arguments args(name, {{"x", "axis", "ddof", "keepdims"}, 1}, call, *this);
+    ir::Value *x = strong(args.at(0));
+    if (!ir::isFloat(x->type().dtype)) x = convert({x, false}, DType::F64, loc);
+    OpAttrs attrs = reductionAttrs(args, x->type().rank(), false), centered = attrs;
+    centered.keepdims = true;
+    TypedValue deviation =
+        applyElementwise(OpKind::Sub, {{x, false}, apply(Op(OpKind::Mean, centered), {x}, loc)}, loc);
+    TypedValue result = apply(Op(OpKind::Mean, attrs),
+                              {applyElementwise(OpKind::Mul, {deviation, deviation}, loc).value}, loc);
+    if (const Expr *ddofArg = args.get("ddof"); ddofArg && staticInt(*ddofArg, scope, "ddof") != 0) {
+      auto weak = [&](double value) {
+        return TypedValue{graph_->addConstant(ir::TensorData::scalar(DType::F64, value)), true};
+      };
+      TypedValue count = weak(1); // the elements each result reduces: static, or counted at run time
+      for (int64_t axis : attrs.axes) {
+        const ir::Dim &size = x->type().shape[static_cast<size_t>(axis)];
+        if (size.isStatic()) count = weak(count.value->constant().get(0) * static_cast<double>(size.size()));
+      }
+      bool symbolic = std::any_of(attrs.axes.begin(), attrs.axes.end(), [&](int64_t axis) {
+        return !x->type().shape[static_cast<size_t>(axis)].isStatic();
+      });
+      if (symbolic) count = apply(Op(OpKind::Sum, attrs), {apply(Op(OpKind::OnesLike), {x}, loc).value}, loc);
+      TypedValue ddof = weak(static_cast<double>(staticInt(*ddofArg, scope, "ddof")));
+      TypedValue scale =
+          applyElementwise(OpKind::Div, {count, applyElementwise(OpKind::Sub, {count, ddof}, loc)}, loc);
+      result = applyElementwise(OpKind::Mul, {result, scale}, loc);
+    }
+    return name == "std" ? applyElementwise(OpKind::Sqrt, {result}, loc) : result;
   }
   if (name == "grad") {
     std::vector<TypedValue> results = gradients(call, scope);
@@ -186,23 +238,7 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
   }
   if (info.fusion == ir::FusionKind::Reduce) {
     ir::Value *x = strong(args.at(0));
-    size_t rank = x->type().rank();
-    OpAttrs attrs;
-    attrs.keepdims = flag(args.get("keepdims"), false);
-    bool positional = ir::isPositionalReduction(kind); // one axis, or the flattened array
-    if (const Expr *axis = args.get("axis")) {
-      if (positional && axis->as<ListExpr>()) fail(axis->loc, name + "() takes a single axis, not a list");
-      for (int64_t a : staticInts(*axis, scope, "an axis")) {
-        int64_t normalized = normalizeAxis(a, rank, *axis);
-        if (std::count(attrs.axes.begin(), attrs.axes.end(), normalized))
-          fail(axis->loc, "axis " + std::to_string(a) + " is repeated");
-        attrs.axes.push_back(normalized);
-      }
-      std::sort(attrs.axes.begin(), attrs.axes.end());
-    } else if (!positional) {
-      attrs.axes.resize(rank);
-      std::iota(attrs.axes.begin(), attrs.axes.end(), 0);
-    }
+    OpAttrs attrs = reductionAttrs(args, x->type().rank(), ir::isPositionalReduction(kind));
     if (info.operands == ir::Operands::Bools) x = convert({x, false}, DType::Bool, loc);
     return apply(Op(kind, attrs), {x}, loc);
   }

@@ -534,6 +534,12 @@ def groups():
         C("mean(xi)", lambda v: np.mean(v.xi), tol=ACCUM),                   # integer means are f64
         C("mean(xi, axis=1)", lambda v: np.mean(v.xi, axis=1), tol=ACCUM),
         C("mean(xb, axis=0)", lambda v: np.mean(v.xb, axis=0), tol=ACCUM),
+        C("var(x3)", lambda v: np.var(v.x3), tol=ACCUM),
+        C("var(x3, axis=[0, 2], keepdims=true)", lambda v: np.var(v.x3, axis=(0, 2), keepdims=True), tol=ACCUM),
+        C("std(xd, axis=-1)", lambda v: np.std(v.xd, axis=-1), tol=ACCUM),
+        C("std(x3, axis=1, ddof=1)", lambda v: np.std(v.x3, axis=1, ddof=1), tol=ACCUM),
+        C("var(xi, axis=1)", lambda v: np.var(v.xi, axis=1), tol=ACCUM),               # integers: f64
+        C("var(xb)", lambda v: np.var(v.xb), tol=ACCUM),
         C("prod(xi, axis=1)", lambda v: np.prod(v.xi, axis=1)),              # integer products are i64
         C("prod(x3, axis=2)", lambda v: np.prod(v.x3, axis=2)),
         C("prod(xd)", lambda v: np.prod(v.xd), tol=ACCUM),
@@ -722,6 +728,8 @@ def groups():
         C("sum(a, axis=1)", lambda v: np.sum(v.a, axis=1), tol=ACCUM),
         C("mean(a, axis=0, keepdims=true)", lambda v: np.mean(v.a, axis=0, keepdims=True), tol=ACCUM),
         C("a - mean(a, axis=0)", lambda v: v.a - np.mean(v.a, axis=0), tol=ACCUM),
+        C("var(a, axis=0, ddof=1)", lambda v: np.var(v.a, axis=0, ddof=1), tol=ACCUM),  # n counted at run time
+        C("std(a)", lambda v: np.std(v.a), tol=ACCUM),
         C("max(b)", lambda v: np.max(v.b)),
         C("argmax(b)", lambda v: np.argmax(v.b)),
         C("a @ c", lambda v: v.a @ v.c, tol=ACCUM),

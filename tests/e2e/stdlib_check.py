@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""End-to-end test of the standard library (stdlib/nn.tg, stdlib/math.tg): every function against NumPy, and
-the gradient of each differentiable one against central finite differences of the NumPy reference, in f64.
+"""End-to-end test of the standard library (stdlib/nn.tg, stdlib/math.tg) and of the builtins the front end
+composes of other ops (var, std): every function against NumPy, and the gradient of each differentiable one
+against central finite differences of the NumPy reference, in f64.
 
 For a function f of inputs x1..xk, the script computes f, and grad(sum(f * W), xi) for each input xi that has a
 gradient (W a fixed random array of f's shape, so that every output element weighs in). The gradient must match
@@ -99,6 +100,10 @@ CASES = [
      ["a", "b"]),
     ("standardize", "math", "math.standardize(x, 1, 1e-12)", {"x": uniform(-3, 3, (3, 5))},
      lambda x: standardize(x, 1, 1e-12), ["x"]),
+    # Builtins the front end composes of other ops (no module): their gradients come from that composition.
+    ("var", None, "var(x, axis=1)", {"x": uniform(-3, 3, (3, 5))}, lambda x: np.var(x, axis=1), ["x"]),
+    ("std with ddof", None, "std(x, axis=0, ddof=1, keepdims=true)", {"x": uniform(-3, 3, (4, 3))},
+     lambda x: np.std(x, axis=0, ddof=1, keepdims=True), ["x"]),
 ]
 
 
@@ -109,7 +114,7 @@ def tgc_type(array):
 
 def run(tgc, folder, module, expr, inputs, wrt, weights, extra_outputs=()):
     """Runs a script computing expr (as `value`) and grad(sum(value * W), wrt...); returns the arrays by name."""
-    lines = ["import %s" % module]
+    lines = ["import %s" % module] if module else []
     for name, array in inputs.items():
         lines.append("input %s : %s" % (name, tgc_type(array)))
         np.save(os.path.join(folder, name + ".npy"), array)

@@ -1,8 +1,9 @@
+#include "autodiff/Gradient.h"
 #include "frontend/GraphBuilderInternal.h"
 #include "ir/Assert.h"
-#include "autodiff/Gradient.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <map>
 
@@ -430,9 +431,56 @@ TypedValue GraphBuilder::applyElementwise(OpKind kind, std::vector<TypedValue> o
 // ---------------------------------------------------------------------------------------------
 
 TypedValue GraphBuilder::evaluateTensor(const Expr &expr, const Scope &scope, const char *what) {
-  if (const auto *list = expr.as<ListExpr>())
-    fail(list->loc, std::string("expected a tensor for ") + what + ", found a list");
   return evaluate(expr, scope);
+}
+
+TypedValue GraphBuilder::listConstant(const ListExpr &list) {
+  std::vector<int64_t> shape;
+  std::optional<size_t> leafDepth; // the depth of the first number: every number must be as deep
+  std::vector<const Expr *> leaves;
+  enum { kBool, kInteger, kFloat } kind = kBool;
+  std::function<void(const Expr &, size_t)> walk = [&](const Expr &expr, size_t depth) {
+    if (const auto *nested = expr.as<ListExpr>()) {
+      auto size = static_cast<int64_t>(nested->elements.size());
+      if (depth == shape.size() && (!leafDepth || depth < *leafDepth))
+        shape.push_back(size);
+      else if (depth >= shape.size() || shape[depth] != size)
+        fail(expr.loc, "this list has " + std::to_string(size) + (size == 1 ? " element" : " elements") +
+                           " where the lists beside it have " +
+                           (depth < shape.size() ? std::to_string(shape[depth]) : std::string("none")) +
+                           ": a tensor's rows must all have the same length");
+      for (const ExprPtr &element : nested->elements)
+        walk(*element, depth + 1);
+      return;
+    }
+    const Expr *leaf = &expr;
+    if (const auto *unary = expr.as<UnaryExpr>(); unary && unary->op != "not") leaf = unary->operand.get();
+    if (!leaf->as<NumberExpr>() && !(leaf == &expr && expr.as<BoolExpr>()))
+      fail(expr.loc, "a list holds numbers and bools only, where a tensor is expected; for a list of arrays "
+                     "use stack([a, b]) or concat([a, b])");
+    if (leafDepth ? depth != *leafDepth : depth != shape.size())
+      fail(expr.loc, "a number where the lists beside it have lists (or the other way round)");
+    leafDepth = depth;
+    if (const auto *number = leaf->as<NumberExpr>())
+      kind = std::max(kind, number->isFloat ? kFloat : kInteger);
+    leaves.push_back(&expr);
+  };
+  walk(list, 0);
+  ir::TensorData data(kind == kFloat ? DType::F32 : kind == kInteger ? DType::I64 : DType::Bool, shape);
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    const Expr *leaf = leaves[i];
+    bool negated = leaf->as<UnaryExpr>() && leaf->as<UnaryExpr>()->op == "-";
+    if (negated) leaf = leaf->as<UnaryExpr>()->operand.get();
+    auto at = static_cast<int64_t>(i);
+    if (const auto *boolean = leaf->as<BoolExpr>()) {
+      data.set(at, boolean->value);
+    } else if (const auto *number = leaf->as<NumberExpr>(); kind == kInteger) {
+      data.data<int64_t>()[i] = negated ? -number->intValue : number->intValue;
+    } else {
+      data.set(at, negated ? -number->value : number->value);
+    }
+  }
+  return {graph_->addConstant(std::move(data)), false};
 }
 
 TypedValue GraphBuilder::evaluate(const Expr &expr, const Scope &scope) {
@@ -458,7 +506,7 @@ TypedValue GraphBuilder::evaluate(const Expr &expr, const Scope &scope) {
     fail(member.loc, "'" + member.module + "." + member.name + "' is a function; call it with arguments");
   }
   case Expr::Kind::List:
-    fail(expr.loc, "a list is not a tensor; lists are for shapes, axes and concat/stack");
+    return listConstant(*expr.as<ListExpr>());
   case Expr::Kind::Unary:
     return evaluateUnary(*expr.as<UnaryExpr>(), scope);
   case Expr::Kind::Binary:

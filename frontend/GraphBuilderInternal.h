@@ -70,6 +70,9 @@ public:
   // Expressions (GraphBuilder.cpp).
   TypedValue evaluate(const Expr &expr, const Scope &scope);
   TypedValue evaluateTensor(const Expr &expr, const Scope &scope, const char *what);
+  /// A list literal of numbers or bools, nested to any depth, as a constant tensor (f32 when an element is a
+  /// float, else i64 when one is an integer, else bool).
+  TypedValue listConstant(const ListExpr &list);
   /// Integer literals, `-` of them, and names bound to integer constants, as used for axes and shapes.
   std::vector<int64_t> staticInts(const Expr &expr, const Scope &scope, const char *what);
   int64_t staticInt(const Expr &expr, const Scope &scope, const char *what);

@@ -716,6 +716,21 @@ def groups():
         C("exp(sort(x)) + 1.0", lambda v: np.exp(np.sort(v.x)) + F32(1)),
     ]))
 
+    # -- List literals as constant tensors: f32 for floats, i64 for integers (so f32 + i64 list is f64, as NumPy's
+    # array + np.array(list)), bool for bools ---------------------------------------------------------------------
+    rs = np.random.RandomState(15)
+    v = dict(x=uniform(rs, -2, 2, (3, 2)), i=integers(rs, -5, 5, (2,), I64))
+    out.append(Group("list_literals", inputs=v, cases=[
+        C("x * [0.5, -2.0]", lambda v: v.x * np.array([0.5, -2.0], F32)),
+        C("x + [[1.0], [2.0], [3.0]]", lambda v: v.x + np.array([[1.0], [2.0], [3.0]], F32)),
+        C("x + [1, 2]", lambda v: v.x + np.array([1, 2])),                       # i64 list: f64, as NumPy
+        C("i * [-3, 4]", lambda v: v.i * np.array([-3, 4])),
+        C("[[1, 2], [3, 4]] @ i", lambda v: np.array([[1, 2], [3, 4]]) @ v.i),
+        C("sum([[1.5, 2], [3, 4]], axis=1)", lambda v: np.sum(np.array([[1.5, 2], [3, 4]], F32), axis=1)),
+        C("where([true, false], i, 0)", lambda v: np.where([True, False], v.i, 0)),
+        C("[true, false, true]", lambda v: np.array([True, False, True])),
+    ]))
+
     # -- Symbolic dimensions -------------------------------------------------------------------------------------------
     rs = np.random.RandomState(10)
     v = dict(a=uniform(rs, -1, 1, (7, 4)),

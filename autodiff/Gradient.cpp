@@ -549,6 +549,9 @@ std::vector<Value *> GradientBuilder::inputGradients(const Node &node, Value *g,
   case OpKind::Slice:
     set(0, [&] { return sliceGradient(g, x, node.op().attrs().slices); });
     break;
+  case OpKind::ExpandDims: // the new size-1 axes summed away
+    set(0, [&] { return apply(OpKind::Sum, {g}, axesAttrs(node.op().attrs().axes)); });
+    break;
   case OpKind::Concat:
   case OpKind::Stack: {
     size_t axis = static_cast<size_t>(node.op().attrs().axes.at(0));

@@ -102,12 +102,14 @@ struct CallExpr : Expr {
   std::vector<KeywordArg> keywords;
 };
 
-/// One subscript of `x[0, 1:3, ::2, :]`: an index, or a range whose parts may each be absent.
+/// One subscript of `x[0, 1:3, ::2, :, None, ...]`: an index, a range whose parts may each be absent, a new
+/// axis or an ellipsis.
 struct Subscript {
+  enum class Kind { Index, Range, NewAxis, Ellipsis };
   SourceLoc loc;
-  bool isRange = false;
-  ExprPtr index;             // when !isRange
-  ExprPtr start, stop, step; // when isRange; each may be null
+  Kind kind = Kind::Index;
+  ExprPtr index;             // an Index's
+  ExprPtr start, stop, step; // a Range's; each may be null
 };
 
 struct IndexExpr : Expr {

@@ -189,12 +189,20 @@ antlrcpp::Any AstBuilder::visitIndexExpr(TgParser::IndexExprContext *ctx) {
 Subscript AstBuilder::subscript(TgParser::SubscriptContext *ctx) {
   Subscript subscript;
   subscript.loc = loc(ctx->getStart());
+  if (ctx->NONE()) {
+    subscript.kind = Subscript::Kind::NewAxis;
+    return subscript;
+  }
+  if (ctx->ELLIPSIS()) {
+    subscript.kind = Subscript::Kind::Ellipsis;
+    return subscript;
+  }
   TgParser::SliceContext *slice = ctx->slice();
   if (!slice) {
     subscript.index = expr(ctx->expr());
     return subscript;
   }
-  subscript.isRange = true;
+  subscript.kind = Subscript::Kind::Range;
   subscript.start = optionalExpr(ctx->expr());
   subscript.stop = optionalExpr(slice->upper);
   subscript.step = optionalExpr(slice->step);

@@ -90,7 +90,11 @@ void printExpr(std::ostream &out, const Expr &expr) {
     printExpr(out, *index->base);
     for (const Subscript &subscript : index->subscripts) {
       out << " ";
-      if (!subscript.isRange) {
+      if (subscript.kind == Subscript::Kind::NewAxis || subscript.kind == Subscript::Kind::Ellipsis) {
+        out << (subscript.kind == Subscript::Kind::NewAxis ? "None" : "...");
+        continue;
+      }
+      if (subscript.kind == Subscript::Kind::Index) {
         printExpr(out, *subscript.index);
         continue;
       }

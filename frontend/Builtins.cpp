@@ -272,6 +272,20 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     }
     return apply(Op(kind, attrs), {x}, loc);
   }
+  case OpKind::ExpandDims: { // NumPy's: `axis` (one or a list) counted in the result
+    ir::Value *x = strong(args.at(0));
+    const Expr &axis = args.at(1);
+    std::vector<int64_t> axes = staticInts(axis, scope, "an axis");
+    OpAttrs attrs;
+    for (int64_t a : axes) {
+      int64_t normalized = normalizeAxis(a, x->type().rank() + axes.size(), axis);
+      if (std::count(attrs.axes.begin(), attrs.axes.end(), normalized))
+        fail(axis.loc, "axis " + std::to_string(a) + " is repeated");
+      attrs.axes.push_back(normalized);
+    }
+    std::sort(attrs.axes.begin(), attrs.axes.end());
+    return apply(Op(kind, attrs), {x}, loc);
+  }
   case OpKind::Reshape:
   case OpKind::BroadcastTo: {
     ir::Value *x = strong(args.at(0));

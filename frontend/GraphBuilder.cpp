@@ -578,14 +578,37 @@ TypedValue GraphBuilder::evaluateBinary(const BinaryExpr &expr, const Scope &sco
 }
 
 TypedValue GraphBuilder::evaluateIndex(const IndexExpr &expr, const Scope &scope) {
-  TypedValue base = evaluateTensor(*expr.base, scope, "indexing");
-  OpAttrs attrs;
+  ir::Value *x = materialize(evaluateTensor(*expr.base, scope, "indexing"), expr.loc);
+  // `...` stands for the whole axes the other subscripts leave; `None` adds an axis of size 1 where it
+  // stands.
+  using Kind = Subscript::Kind;
+  size_t subscribed = 0;
+  const Subscript *ellipsis = nullptr;
+  for (const Subscript &subscript : expr.subscripts) {
+    if (subscript.kind == Kind::Ellipsis) {
+      if (ellipsis) fail(subscript.loc, "an index can only have a single ellipsis ('...')");
+      ellipsis = &subscript;
+    }
+    subscribed += subscript.kind == Kind::Index || subscript.kind == Kind::Range;
+  }
+  OpAttrs attrs, newAxes;
+  int64_t resultAxis = 0;
   for (const Subscript &subscript : expr.subscripts) {
     ir::SliceSpec spec;
-    if (!subscript.isRange) {
+    switch (subscript.kind) {
+    case Kind::Ellipsis:
+      for (size_t axis = subscribed; axis < x->type().rank(); ++axis, ++resultAxis)
+        attrs.slices.push_back(spec);
+      continue;
+    case Kind::NewAxis:
+      newAxes.axes.push_back(resultAxis++);
+      continue;
+    case Kind::Index:
       spec.isIndex = true;
       spec.start = staticInt(*subscript.index, scope, "an index");
-    } else {
+      break;
+    case Kind::Range:
+      ++resultAxis;
       if (subscript.start) {
         spec.hasStart = true;
         spec.start = staticInt(*subscript.start, scope, "a slice start");
@@ -598,10 +621,14 @@ TypedValue GraphBuilder::evaluateIndex(const IndexExpr &expr, const Scope &scope
         spec.step = staticInt(*subscript.step, scope, "a slice step");
         if (spec.step == 0) fail(subscript.step->loc, "slice step cannot be zero");
       }
+      break;
     }
     attrs.slices.push_back(spec);
   }
-  return apply(Op(OpKind::Slice, attrs), {materialize(base, expr.loc)}, expr.loc);
+  TypedValue result{x, false};
+  if (!attrs.slices.empty()) result = apply(Op(OpKind::Slice, attrs), {x}, expr.loc);
+  if (!newAxes.axes.empty()) result = apply(Op(OpKind::ExpandDims, newAxes), {result.value}, expr.loc);
+  return result;
 }
 
 TypedValue GraphBuilder::evaluatePinned(const PinnedExpr &expr, const Scope &scope) {

@@ -98,8 +98,9 @@ primary
 // `name` or `module.name`.
 qualifiedName : first=NAME ('.' member=NAME)? ;
 argument      : (keyword=NAME '=')? value=expr ;
-// `i`, or a range `lower:upper:step` whose parts may each be left out.
-subscript : expr slice? | slice ;
+// `i`, a range `lower:upper:step` whose parts may each be left out, `None` (a new axis of size 1) or `...` (as
+// many whole axes as the other subscripts leave).
+subscript : expr slice? | slice | NONE | ELLIPSIS ;
 slice     : ':' upper=expr? (':' step=expr?)? ;
 
 // The statement keywords, IMPORT to RETURN in a row (nextLineStartsStatement() reads them as a range).
@@ -111,6 +112,7 @@ LET    : 'let' ;
 OUTPUT : 'output' ;
 UPDATE : 'update' ;
 RETURN : 'return' ;
+NONE   : 'None' ;
 TRUE   : 'true' ;
 FALSE  : 'false' ;
 AND    : 'and' ;
@@ -121,6 +123,8 @@ LPAREN : '(' { ++bracketDepth; } ;
 RPAREN : ')' { if (bracketDepth > 0) --bracketDepth; } ;
 LBRACK : '[' { ++bracketDepth; } ;
 RBRACK : ']' { if (bracketDepth > 0) --bracketDepth; } ;
+
+ELLIPSIS : '...' ;
 
 INT   : DIGIT+ ;
 FLOAT : DIGIT+ '.' DIGIT* EXPONENT? | '.' DIGIT+ EXPONENT? | DIGIT+ EXPONENT ;

@@ -401,6 +401,9 @@ std::string Op::attrString() const {
   case OpKind::Transpose:
     parts.push_back("perm=" + listString(a.axes));
     break;
+  case OpKind::ExpandDims:
+    parts.push_back("axes=" + listString(a.axes));
+    break;
   case OpKind::Reshape:
   case OpKind::BroadcastTo:
     parts.push_back("shape=" + listString(a.shape));
@@ -550,6 +553,17 @@ TensorType inferHostType(const Op &op, const std::vector<TensorType> &inputs) {
   switch (op.kind()) {
   case OpKind::Matmul:
     return matmulType(inputs[0], inputs[1]);
+  case OpKind::ExpandDims: {
+    // The new axes, counted in the result, sorted and distinct (the front end normalizes them).
+    size_t rank = input.rank() + attrs.axes.size();
+    Shape shape;
+    for (size_t axis = 0, next = 0; axis < rank; ++axis) {
+      bool added =
+          std::find(attrs.axes.begin(), attrs.axes.end(), static_cast<int64_t>(axis)) != attrs.axes.end();
+      shape.push_back(added ? Dim::of(1) : input.shape[next++]);
+    }
+    return {input.dtype, shape, input.place};
+  }
   case OpKind::Transpose: {
     std::vector<int64_t> sorted = attrs.axes;
     std::sort(sorted.begin(), sorted.end());

@@ -136,6 +136,14 @@ Tensor shapeKernel(const ir::Op &op, const std::vector<Tensor> &inputs) {
     return broadcastTo(inputs[0], attrs.shape);
   case OpKind::Slice:
     return slice(inputs[0], attrs.slices);
+  case OpKind::ExpandDims: { // a size-1 axis (stride 0) at each new position
+    std::vector<int64_t> shape = inputs[0].shape(), strides = inputs[0].strides();
+    for (int64_t axis : attrs.axes) {
+      shape.insert(shape.begin() + axis, 1);
+      strides.insert(strides.begin() + axis, 0);
+    }
+    return inputs[0].view(shape, strides, inputs[0].offset());
+  }
   case OpKind::Concat:
     return concat(inputs, normalizeAxis(attrs.axes.at(0), inputs[0].rank()));
   case OpKind::Stack:

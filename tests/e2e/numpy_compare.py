@@ -753,6 +753,13 @@ def groups():
         C("a[1:3]", lambda v: v.a[1:3]),
         C("a[-1]", lambda v: v.a[-1]),
         C("a[:, 0] * b", lambda v: v.a[:, 0] * v.b),
+        C("b[:, None] * a", lambda v: v.b[:, None] * v.a),                 # None: NumPy's newaxis
+        C("a[None, ..., None]", lambda v: v.a[None, ..., None]),
+        C("a[..., 1]", lambda v: v.a[..., 1]),
+        C("a[-1, ...]", lambda v: v.a[-1, ...]),
+        C("a[1:3, None, ::2]", lambda v: v.a[1:3, None, ::2]),
+        C("expand_dims(b, [0, -1])", lambda v: np.expand_dims(v.b, (0, -1))),
+        C("expand_dims(c, 1) + c", lambda v: np.expand_dims(v.c, 1) + v.c),
         C("concat([a, a], axis=0)", lambda v: np.concatenate([v.a, v.a])),
         C("stack([b, b], axis=1)", lambda v: np.stack([v.b, v.b], axis=1)),
         C("sort(b)", lambda v: np.sort(v.b)),

@@ -102,6 +102,11 @@ CASES = [
      lambda x: standardize(x, 1, 1e-12), ["x"]),
     # Builtins the front end composes of other ops (no module): their gradients come from that composition.
     ("var", None, "var(x, axis=1)", {"x": uniform(-3, 3, (3, 5))}, lambda x: np.var(x, axis=1), ["x"]),
+    ("newaxis and ellipsis", None, "x[None, ..., 1:] * y[:, None]",
+     {"x": uniform(-3, 3, (4, 3)), "y": uniform(-1, 1, (4,))}, lambda x, y: x[None, ..., 1:] * y[:, None],
+     ["x", "y"]),
+    ("expand_dims", None, "expand_dims(x, [0, 2]) * 2.0", {"x": uniform(-3, 3, (4, 3))},
+     lambda x: np.expand_dims(x, (0, 2)) * 2.0, ["x"]),
     ("std with ddof", None, "std(x, axis=0, ddof=1, keepdims=true)", {"x": uniform(-3, 3, (4, 3))},
      lambda x: np.std(x, axis=0, ddof=1, keepdims=True), ["x"]),
 ]

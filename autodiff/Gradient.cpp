@@ -549,6 +549,19 @@ std::vector<Value *> GradientBuilder::inputGradients(const Node &node, Value *g,
   case OpKind::Slice:
     set(0, [&] { return sliceGradient(g, x, node.op().attrs().slices); });
     break;
+  case OpKind::Gather: { // each read position gets its gradient back, repeated ones summed: a scatter-add
+    std::vector<Value *> inputs{apply(OpKind::ZerosLike, {x}), g};
+    inputs.insert(inputs.end(), in.begin() + 1, in.end());
+    set(0, [&] { return apply(OpKind::ScatterAdd, inputs, node.op().attrs()); });
+    break;
+  }
+  case OpKind::ScatterAdd: { // the base passes it on; the update gets it where it was added: a gather
+    set(0, [&] { return g; });
+    std::vector<Value *> inputs{g};
+    inputs.insert(inputs.end(), in.begin() + 2, in.end());
+    set(1, [&] { return apply(OpKind::Gather, inputs, node.op().attrs()); });
+    break;
+  }
   case OpKind::ExpandDims: // the new size-1 axes summed away
     set(0, [&] { return apply(OpKind::Sum, {g}, axesAttrs(node.op().attrs().axes)); });
     break;

@@ -580,35 +580,70 @@ TypedValue GraphBuilder::evaluateBinary(const BinaryExpr &expr, const Scope &sco
 TypedValue GraphBuilder::evaluateIndex(const IndexExpr &expr, const Scope &scope) {
   ir::Value *x = materialize(evaluateTensor(*expr.base, scope, "indexing"), expr.loc);
   // `...` stands for the whole axes the other subscripts leave; `None` adds an axis of size 1 where it
-  // stands.
+  // stands. An index is a number known when the script is compiled (basic indexing), or an integer tensor,
+  // whose values are read at run time (NumPy's advanced indexing: a gather).
   using Kind = Subscript::Kind;
   size_t subscribed = 0;
   const Subscript *ellipsis = nullptr;
-  for (const Subscript &subscript : expr.subscripts) {
+  std::vector<TypedValue> indices(expr.subscripts.size()); // each Index subscript's value
+  bool advanced = false;
+  for (size_t s = 0; s < expr.subscripts.size(); ++s) {
+    const Subscript &subscript = expr.subscripts[s];
     if (subscript.kind == Kind::Ellipsis) {
       if (ellipsis) fail(subscript.loc, "an index can only have a single ellipsis ('...')");
       ellipsis = &subscript;
     }
     subscribed += subscript.kind == Kind::Index || subscript.kind == Kind::Range;
+    if (subscript.kind != Kind::Index) continue;
+    TypedValue index = evaluateTensor(*subscript.index, scope, "an index");
+    DType dtype = index.value->type().dtype;
+    if (dtype == DType::Bool)
+      fail(subscript.index->loc,
+           "a boolean mask as a subscript would give a shape that depends on the data; "
+           "keep the shape with where(mask, x, 0), or reduce with sum(where(mask, x, 0))");
+    if (!ir::isInteger(dtype))
+      fail(subscript.index->loc, std::string("an index must be an integer, not ") + ir::dtypeName(dtype));
+    advanced = advanced || !(index.value->isConstant() && index.value->type().isScalar());
+    indices[s] = index;
   }
   OpAttrs attrs, newAxes;
+  std::vector<size_t> gathered; // advanced indexing: the axes of x read at index arrays, in order
+  std::vector<ir::Value *> gatherIndices;
   int64_t resultAxis = 0;
-  for (const Subscript &subscript : expr.subscripts) {
+  size_t axis = 0; // of x
+  for (size_t s = 0; s < expr.subscripts.size(); ++s) {
+    const Subscript &subscript = expr.subscripts[s];
     ir::SliceSpec spec;
     switch (subscript.kind) {
     case Kind::Ellipsis:
-      for (size_t axis = subscribed; axis < x->type().rank(); ++axis, ++resultAxis)
+      for (size_t whole = subscribed; whole < x->type().rank(); ++whole, ++resultAxis, ++axis)
         attrs.slices.push_back(spec);
       continue;
     case Kind::NewAxis:
+      if (advanced) { // added to x first, then taken whole: it separates index arrays as a slice does
+        newAxes.axes.push_back(static_cast<int64_t>(axis++));
+        attrs.slices.push_back(spec);
+        continue;
+      }
       newAxes.axes.push_back(resultAxis++);
       continue;
     case Kind::Index:
+      if (advanced) { // with an index array, every integer is one (a 0-d array), as NumPy reads them
+        gathered.push_back(axis++);
+        gatherIndices.push_back(materialize(indices[s], subscript.loc));
+        attrs.slices.push_back(spec);
+        continue;
+      }
       spec.isIndex = true;
-      spec.start = staticInt(*subscript.index, scope, "an index");
+      if (const ir::TensorData &data = indices[s].value->constant(); data.dtype == DType::I32)
+        spec.start = data.data<int32_t>()[0];
+      else
+        spec.start = data.data<int64_t>()[0];
+      ++axis;
       break;
     case Kind::Range:
       ++resultAxis;
+      ++axis;
       if (subscript.start) {
         spec.hasStart = true;
         spec.start = staticInt(*subscript.start, scope, "a slice start");
@@ -625,8 +660,45 @@ TypedValue GraphBuilder::evaluateIndex(const IndexExpr &expr, const Scope &scope
     }
     attrs.slices.push_back(spec);
   }
+  // With index arrays, the slices (if any) first, keeping every axis; their types report too many subscripts.
   TypedValue result{x, false};
-  if (!attrs.slices.empty()) result = apply(Op(OpKind::Slice, attrs), {x}, expr.loc);
+  if (advanced && !newAxes.axes.empty()) {
+    result = apply(Op(OpKind::ExpandDims, newAxes), {x}, expr.loc);
+    newAxes.axes.clear();
+  }
+  bool slices = std::any_of(attrs.slices.begin(), attrs.slices.end(), [](const ir::SliceSpec &spec) {
+    return spec.isIndex || spec.hasStart || spec.hasStop || spec.step != 1;
+  });
+  if (advanced ? slices || attrs.slices.size() > result.value->type().rank() : !attrs.slices.empty())
+    result = apply(Op(OpKind::Slice, attrs), {result.value}, expr.loc);
+  if (!gathered.empty()) {
+    for (size_t k = 0; k < gathered.size(); ++k) { // indices known now are checked now
+      ir::Dim size = result.value->type().shape[gathered[k]];
+      if (!gatherIndices[k]->isConstant() || !size.isStatic()) continue;
+      const ir::TensorData &data = gatherIndices[k]->constant();
+      for (int64_t e = 0; e < data.numElements(); ++e)
+        if (auto index = static_cast<int64_t>(data.get(e)); index < -size.size() || index >= size.size())
+          fail(expr.loc, "index " + std::to_string(index) + " is out of bounds for axis " +
+                             std::to_string(gathered[k]) + " with size " + std::to_string(size.size()));
+    }
+    // Index arrays on axes next to each other put their dimensions in those axes' place; separated, in front
+    // (NumPy's rule): the indexed axes are moved first, in order.
+    bool adjacent = gathered.back() - gathered.front() + 1 == gathered.size();
+    OpAttrs gather;
+    gather.axes = {adjacent ? static_cast<int64_t>(gathered.front()) : 0};
+    if (!adjacent) {
+      OpAttrs perm;
+      for (size_t g : gathered)
+        perm.axes.push_back(static_cast<int64_t>(g));
+      for (size_t d = 0; d < result.value->type().rank(); ++d)
+        if (std::find(gathered.begin(), gathered.end(), d) == gathered.end())
+          perm.axes.push_back(static_cast<int64_t>(d));
+      result = apply(Op(OpKind::Transpose, perm), {result.value}, expr.loc);
+    }
+    std::vector<ir::Value *> inputs{result.value};
+    inputs.insert(inputs.end(), gatherIndices.begin(), gatherIndices.end());
+    result = apply(Op(OpKind::Gather, gather), std::move(inputs), expr.loc);
+  }
   if (!newAxes.axes.empty()) result = apply(Op(OpKind::ExpandDims, newAxes), {result.value}, expr.loc);
   return result;
 }

@@ -131,6 +131,33 @@ TensorType reductionType(OpKind kind, const OpAttrs &attrs, const TensorType &in
   return {resultDType(kind, input.dtype), shape, input.place};
 }
 
+/// gather(x, i0, ..., ik-1): x's shape with axes a .. a+k-1 replaced by the indices' broadcast shape.
+/// scatter_add(x, update, i0, ...): x's type, the update having the shape gather would give.
+TensorType indexingType(const Op &op, const std::vector<TensorType> &inputs) {
+  bool scatter = op.kind() == OpKind::ScatterAdd;
+  const TensorType &x = inputs.at(0);
+  size_t first = scatter ? 2 : 1, axis = static_cast<size_t>(op.attrs().axes.at(0)),
+         k = inputs.size() - first;
+  TG_ASSERT(k >= 1 && axis + k <= x.rank())
+      << op.name() << ": " << k << " indices from axis " << axis << " of " << x.str();
+  Shape indexShape;
+  for (size_t i = first; i < inputs.size(); ++i) {
+    TG_ASSERT(isInteger(inputs[i].dtype)) << op.name() << ": an index of " << inputs[i].str();
+    auto shape = broadcastShapes(indexShape, inputs[i].shape);
+    if (!shape)
+      fail("the index arrays cannot be broadcast together: shapes " + shapeString(indexShape) + " and " +
+           shapeString(inputs[i].shape));
+    indexShape = *shape;
+  }
+  Shape gathered(x.shape.begin(), x.shape.begin() + static_cast<ptrdiff_t>(axis));
+  gathered.insert(gathered.end(), indexShape.begin(), indexShape.end());
+  gathered.insert(gathered.end(), x.shape.begin() + static_cast<ptrdiff_t>(axis + k), x.shape.end());
+  if (!scatter) return {x.dtype, gathered, x.place};
+  TG_ASSERT(inputs[1].dtype == x.dtype && inputs[1].shape == gathered)
+      << "scatter_add: an update of " << inputs[1].str() << " for " << shapeString(gathered);
+  return {x.dtype, x.shape, x.place};
+}
+
 TensorType matmulType(const TensorType &a, const TensorType &b) {
   TG_ASSERT(a.dtype == b.dtype) << "matmul operands differ in dtype";
   if (a.isScalar() || b.isScalar())
@@ -413,6 +440,8 @@ std::string Op::attrString() const {
   case OpKind::Sort:
   case OpKind::Argsort:
   case OpKind::Cumsum:
+  case OpKind::Gather:
+  case OpKind::ScatterAdd:
     if (!a.axes.empty()) parts.push_back("axis=" + std::to_string(a.axes[0]));
     break;
   case OpKind::Slice: {
@@ -553,6 +582,9 @@ TensorType inferHostType(const Op &op, const std::vector<TensorType> &inputs) {
   switch (op.kind()) {
   case OpKind::Matmul:
     return matmulType(inputs[0], inputs[1]);
+  case OpKind::Gather:
+  case OpKind::ScatterAdd:
+    return indexingType(op, inputs);
   case OpKind::ExpandDims: {
     // The new axes, counted in the result, sorted and distinct (the front end normalizes them).
     size_t rank = input.rank() + attrs.axes.size();

@@ -66,6 +66,8 @@ struct ArangeTerms {
 };
 ArangeTerms arangeTerms(const ir::OpAttrs &attrs, ir::DType dtype);
 Tensor sortKernel(const ir::Op &op, const Tensor &input, ir::DType dtype);
+/// gather and scatter_add (runtime/IndexKernels.cpp).
+Tensor indexingKernel(const ir::Op &op, const std::vector<Tensor> &inputs);
 /// A fused node's program over whole tensors; `reuseInputs` as runOp's (Kernels.h). Returns the first output
 /// and puts the body's extra outputs in `extraOutputs` (one place each). With a `memo`, a launch over
 /// operands of the shapes and strides it recorded reuses what it holds, and any other records itself.

@@ -63,6 +63,9 @@ Tensor runKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType 
   case OpKind::Argsort:
   case OpKind::Cumsum:
     return sortKernel(op, inputs[0], dtype);
+  case OpKind::Gather:
+  case OpKind::ScatterAdd:
+    return indexingKernel(op, inputs);
   case OpKind::Fused:
     return fusedKernel(op, inputs, dtype, reuseInputs);
   default:

@@ -71,11 +71,14 @@ def stable_argsort(x, axis=-1):
 class Case:
     """One expression. `ref(v)` computes the expected array from the inputs (v.NAME); or, for properties that have
     no reference (random numbers), `check(got, outs)` returns an error message or None (`outs`: the group's results
-    by case name). `tol` is DEFAULT, TRANS, ACCUM or a (rtol, atol) pair."""
+    by case name). `tol` is DEFAULT, TRANS, ACCUM or a (rtol, atol) pair. `computed_index`: the case indexes with
+    values computed in the script, which may be computed on the device (device_trace.py leaves it out: the fake
+    CUDA driver runs no kernel, so such an index holds whatever its buffer held)."""
 
-    def __init__(self, expr, ref=None, check=None, tol=None, name=None):
+    def __init__(self, expr, ref=None, check=None, tol=None, name=None, computed_index=False):
         assert (ref is None) != (check is None)
         self.expr, self.ref, self.check, self.tol, self.name = expr, ref, check, tol, name
+        self.computed_index = computed_index
 
 
 C = Case
@@ -765,6 +768,45 @@ def groups():
         C("sort(b)", lambda v: np.sort(v.b)),
         C("cumsum(b)", lambda v: np.cumsum(v.b), tol=ACCUM),
         C("zeros_like(a)", lambda v: np.zeros_like(v.a)),
+    ]))
+
+    # -- Integer-array indexing (gather), dynamic subscripts -------------------------------------------------------------
+    rs = np.random.RandomState(11)
+    v = dict(E=uniform(rs, -1, 1, (6, 4)),
+             T=uniform(rs, -1, 1, (3, 4, 5), F64),
+             B=integers(rs, -5, 5, (4, 3)),
+             idx=integers(rs, -6, 6, (3, 2), I64),
+             labels=integers(rs, 0, 4, (5,), I64),
+             P=uniform(rs, 0, 1, (5, 4)),
+             i=np.asarray(I64(-2)),
+             j=np.asarray(I32(3)))
+    out.append(Group("gather", inputs=v, cases=[
+        C("E[idx]", lambda v: v.E[v.idx]),                                 # an embedding lookup
+        C("E[[0, 5, 0]]", lambda v: v.E[[0, 5, 0]]),
+        C("E[:, [3, 0]]", lambda v: v.E[:, [3, 0]]),
+        C("E[idx, 1:3]", lambda v: v.E[v.idx, 1:3]),
+        C("E[1::2, idx % 4]", lambda v: v.E[1::2, v.idx % 4], computed_index=True),
+        C("P[arange(5), labels]", lambda v: v.P[np.arange(5), v.labels]),  # each row's label
+        C("T[[0, 2], :, [1, -1]]", lambda v: v.T[[0, 2], :, [1, -1]]),     # separated: index dims first
+        C("T[:, [0, 3], [1, 4]]", lambda v: v.T[:, [0, 3], [1, 4]]),       # adjacent: in their place
+        C("T[1, [0, 3], 2:]", lambda v: v.T[1, [0, 3], 2:]),               # an integer is a 0-d index array
+        C("T[[[1], [2]], 0, [0, 1, 2]]", lambda v: v.T[[[1], [2]], 0, [0, 1, 2]]),  # broadcast together
+        C("T[..., [4, 0]]", lambda v: v.T[..., [4, 0]]),
+        C("T[[0], None, [1]]", lambda v: v.T[[0], None, [1]]),
+        C("T[None, [0, 1], [1, 2]]", lambda v: v.T[None, [0, 1], [1, 2]]),
+        C("B[labels % 4]", lambda v: v.B[v.labels % 4], computed_index=True),
+        C("E[i]", lambda v: v.E[v.i]),                                     # dynamic subscripts
+        C("E[j, :]", lambda v: v.E[v.j, :]),
+        C("T[i, j, 1:]", lambda v: v.T[v.i, v.j, 1:]),
+        C("E[labels[0] + 1, 2]", lambda v: v.E[v.labels[0] + 1, 2], computed_index=True),
+        C("E[idx][:, 1]", lambda v: v.E[v.idx][:, 1]),
+        C("exp(E[idx]) * 2.0", lambda v: np.exp(v.E[v.idx]) * F32(2), tol=TRANS),
+    ]))
+    v = dict(E=uniform(rs, -1, 1, (7, 3)), idx=integers(rs, 0, 7, (9,), I64))
+    out.append(Group("gather_symbolic", inputs=v, types={"E": "f32[n, 3]", "idx": "i64[m]"}, cases=[
+        C("E[idx]", lambda v: v.E[v.idx]),
+        C("E[idx, 2] * 3.0", lambda v: v.E[v.idx, 2] * F32(3)),
+        C("E[-1:, [2, 0]]", lambda v: v.E[-1:, [2, 0]]),
     ]))
 
     # -- Random numbers: properties only --------------------------------------------------------------------------------

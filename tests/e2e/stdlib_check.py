@@ -109,6 +109,14 @@ CASES = [
      lambda x: np.expand_dims(x, (0, 2)) * 2.0, ["x"]),
     ("std with ddof", None, "std(x, axis=0, ddof=1, keepdims=true)", {"x": uniform(-3, 3, (4, 3))},
      lambda x: np.std(x, axis=0, ddof=1, keepdims=True), ["x"]),
+    # Integer-array indexing: a gather, whose gradient scatter-adds (repeated rows accumulate).
+    ("gather", None, "E[idx] * E[idx]", {"E": uniform(-1, 1, (5, 3)), "idx": np.array([[0, 4], [4, -1], [2, 0]])},
+     lambda E, idx: E[idx] * E[idx], ["E"]),
+    ("gather by label", None, "log(P[arange(4), labels])",
+     {"P": uniform(0.5, 1, (4, 3)), "labels": np.array([2, 0, 0, 1])},
+     lambda P, labels: np.log(P[np.arange(4), labels]), ["P"]),
+    ("gather separated", None, "T[[0, 1], 1:, [2, 2]]", {"T": uniform(-1, 1, (2, 3, 4))},
+     lambda T: T[[0, 1], 1:, [2, 2]], ["T"]),
 ]
 
 

@@ -218,6 +218,13 @@ Value *GradientBuilder::zerosOfSlices(Value *x, const std::vector<std::vector<Sl
 ///   before = x[:start][:stop] when stop >= 0, x[:start] when stop < 0 (or 0 <= start <= stop)
 ///   after  = x[stop:]         when stop >= 0, x[start:][stop:] when stop < 0
 Value *GradientBuilder::sliceGradient(Value *g, Value *x, const std::vector<SliceSpec> &slices) {
+  // Strided pieces do not concatenate: g is stored into zeros of x's shape (a host op).
+  bool strided = std::any_of(slices.begin(), slices.end(), [](const SliceSpec &spec) {
+    return !spec.isIndex && spec.step != 1 && !(spec.step == -1 && !spec.hasStart && !spec.hasStop);
+  });
+  OpAttrs region;
+  region.slices = slices;
+  if (strided) return apply(OpKind::SetSlice, {apply(OpKind::ZerosLike, {x}), g}, region);
   // The other axes of the zeros match g: axes already done have x's size, later ones are still sliced.
   std::vector<SliceSpec> rest = slices;
   for (size_t axis = 0; axis < slices.size(); ++axis) {
@@ -233,10 +240,6 @@ Value *GradientBuilder::sliceGradient(Value *g, Value *x, const std::vector<Slic
       g = reverse(g, axis);
       continue;
     }
-    if (spec.step != 1)
-      throw UserError("grad: the slice " + spec.str() +
-                          " is not differentiable yet (only steps 1, and -1 over a whole axis, are)",
-                      loc_);
     auto restWith = [&](SliceSpec piece) {
       std::vector<SliceSpec> sliced = rest;
       sliced[axis] = piece;
@@ -555,13 +558,30 @@ std::vector<Value *> GradientBuilder::inputGradients(const Node &node, Value *g,
     set(0, [&] { return apply(OpKind::ScatterAdd, inputs, node.op().attrs()); });
     break;
   }
-  case OpKind::ScatterAdd: { // the base passes it on; the update gets it where it was added: a gather
-    set(0, [&] { return g; });
-    std::vector<Value *> inputs{g};
-    inputs.insert(inputs.end(), in.begin() + 2, in.end());
-    set(1, [&] { return apply(OpKind::Gather, inputs, node.op().attrs()); });
+  case OpKind::ScatterAdd:
+  case OpKind::ScatterSet: {
+    // The update gets the gradient where it was written (a gather; to every one of repeated stores, as
+    // Theano's set_subtensor); the base passes it on, but where a store replaced it.
+    std::vector<Value *> indices(in.begin() + 2, in.end()), gathered{g}, cleared{g, nullptr};
+    gathered.insert(gathered.end(), indices.begin(), indices.end());
+    set(1, [&] { return apply(OpKind::Gather, gathered, node.op().attrs()); });
+    if (node.op().kind() == OpKind::ScatterAdd) {
+      set(0, [&] { return g; });
+      break;
+    }
+    set(0, [&] {
+      cleared[1] = apply(OpKind::ZerosLike, {in[1]});
+      cleared.insert(cleared.end(), indices.begin(), indices.end());
+      return apply(OpKind::ScatterSet, cleared, node.op().attrs());
+    });
     break;
   }
+  case OpKind::SetSlice: // the region's gradient to the update, the rest to the base
+    set(0, [&] {
+      return apply(OpKind::SetSlice, {g, apply(OpKind::ZerosLike, {in[1]})}, node.op().attrs());
+    });
+    set(1, [&] { return apply(OpKind::Slice, {g}, node.op().attrs()); });
+    break;
   case OpKind::ExpandDims: // the new size-1 axes summed away
     set(0, [&] { return apply(OpKind::Sum, {g}, axesAttrs(node.op().attrs().axes)); });
     break;

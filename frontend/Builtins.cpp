@@ -96,7 +96,8 @@ private:
 };
 
 /// The builtins that are not ops of their own name: casts are spelled by their dtype (f32(x)).
-const std::set<std::string> kFunctions{"load", "grad", "var", "std"};
+const std::set<std::string> kFunctions{
+    "load", "grad", "var", "std", "take", "take_along_axis", "one_hot", "inc_subtensor", "set_subtensor"};
 
 std::string listString(const std::vector<int64_t> &values) {
   std::string text = "[";
@@ -204,6 +205,54 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     }
     return name == "std" ? applyElementwise(OpKind::Sqrt, {result}, loc) : result;
   }
+  if (name == "take") { // NumPy's take: x[:, ..., idx] with idx on `axis`
+    Arguments args(name, {{"x", "indices", "axis"}, 2}, call, *this);
+    ir::Value *x = strong(args.at(0)), *index = indexArray(args.at(1), scope);
+    if (x->type().isScalar()) fail(args.at(0).loc, "take() needs an array with at least one axis");
+    const Expr *axisArg = args.get("axis");
+    int64_t axis =
+        axisArg ? normalizeAxis(staticInt(*axisArg, scope, "an axis"), x->type().rank(), *axisArg) : 0;
+    checkIndexValues(index, x->type().shape[static_cast<size_t>(axis)], static_cast<size_t>(axis), loc);
+    OpAttrs attrs;
+    attrs.axes = {axis};
+    return apply(Op(OpKind::Gather, attrs), {x, index}, loc);
+  }
+  if (name == "take_along_axis") { // NumPy's: out[p] = x[p with p[axis] = indices[p]]
+    Arguments args(name, {{"x", "indices", "axis"}, 3}, call, *this);
+    ir::Value *x = strong(args.at(0)), *index = indexArray(args.at(1), scope);
+    if (index->type().rank() != x->type().rank())
+      fail(args.at(1).loc, "take_along_axis(): the indices must have the array's rank, " +
+                               std::to_string(x->type().rank()) + ", not " +
+                               std::to_string(index->type().rank()) + " (add axes with None or expand_dims)");
+    if (x->type().isScalar()) fail(args.at(0).loc, "take_along_axis() needs an array with at least one axis");
+    int64_t axis = normalizeAxis(staticInt(args.at(2), scope, "an axis"), x->type().rank(), args.at(2));
+    checkIndexValues(index, x->type().shape[static_cast<size_t>(axis)], static_cast<size_t>(axis), loc);
+    OpAttrs attrs;
+    attrs.axes = {axis};
+    attrs.keepdims = true;
+    return apply(Op(OpKind::Gather, attrs), {x, index}, loc);
+  }
+  if (name ==
+      "one_hot") { // a new last axis of `classes`, 1 at each index and 0 elsewhere (all 0 out of range)
+    Arguments args(name, {{"indices", "classes", "dtype"}, 2}, call, *this);
+    ir::Value *index = indexArray(args.at(0), scope);
+    int64_t classes = staticInt(args.at(1), scope, "the number of classes");
+    if (classes < 0) fail(args.at(1).loc, "one_hot(): the number of classes cannot be negative");
+    OpAttrs range, last, cast;
+    range.dtype = index->type().dtype;
+    range.scalars = {ir::Number::ofInt(0), ir::Number::ofInt(classes), ir::Number::ofInt(1)};
+    range.shape = {classes};
+    last.axes = {static_cast<int64_t>(index->type().rank())};
+    cast.dtype = dtypeArgument(args.get("dtype"), DType::F32);
+    ir::Value *equal = apply(Op(OpKind::Eq),
+                             {apply(Op(OpKind::ExpandDims, last), {index}, loc).value,
+                              apply(Op(OpKind::Arange, range), {}, loc).value},
+                             loc)
+                           .value;
+    return apply(Op(OpKind::Cast, cast), {equal}, loc);
+  }
+  if (name == "inc_subtensor" || name == "set_subtensor")
+    return updateIndex(call, scope, name == "inc_subtensor");
   if (name == "grad") {
     std::vector<TypedValue> results = gradients(call, scope);
     if (results.size() != 1)

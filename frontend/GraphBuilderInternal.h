@@ -59,6 +59,23 @@ struct ModuleScope {
   Scope scope;
 };
 
+/// How x[INDEX] is computed from x, step after step, each optional (frontend/Indexing.cpp), so that an update
+/// can walk the steps back.
+struct IndexPlan {
+  ir::Value *x = nullptr;
+  std::vector<int64_t> addedFirst;   // `None` beside index arrays: axes added to x first
+  std::optional<ir::OpAttrs> slices; // the basic subscripts: a slice of (the expanded) x
+  std::vector<int64_t> perm;         // index arrays apart: their axes moved to the front
+  std::vector<ir::Value *> indices;  // the index arrays, read on the axes from gatherAxis on
+  int64_t gatherAxis = 0;
+  std::vector<int64_t> addedLast; // `None` without index arrays: axes added to the result
+};
+
+/// A plan's values, step by step: each the one before where its step is absent.
+struct IndexValues {
+  ir::Value *expanded = nullptr, *sliced = nullptr, *moved = nullptr, *gathered = nullptr, *result = nullptr;
+};
+
 /// Thrown after an error has been reported, to unwind to the statement without reporting again.
 struct AlreadyReported {};
 
@@ -95,6 +112,16 @@ public:
   std::optional<TypedValue> callBuiltin(const std::string &name, const CallExpr &call, const Scope &scope);
   /// grad(cost, wrt...): one gradient per wrt (Gradient.h builds them into the current graph).
   std::vector<TypedValue> gradients(const CallExpr &call, const Scope &scope);
+
+  // Indexing (Indexing.cpp).
+  IndexPlan planIndex(const IndexExpr &expr, const Scope &scope);
+  IndexValues applyIndex(const IndexPlan &plan, const SourceLoc &loc);
+  /// inc_subtensor(x[INDEX], v) (`add`) and set_subtensor(x[INDEX], v).
+  TypedValue updateIndex(const CallExpr &call, const Scope &scope, bool add);
+  /// An integer tensor used as an index, or a located error (a bool mask, a float).
+  ir::Value *indexArray(const Expr &expr, const Scope &scope);
+  /// A constant index's values against a static axis `size`: one out of range is a located error.
+  void checkIndexValues(ir::Value *index, const ir::Dim &size, size_t axis, const SourceLoc &loc);
   static bool isBuiltin(const std::string &name);
 
   [[noreturn]] void fail(const SourceLoc &loc, const std::string &message);

@@ -131,31 +131,55 @@ TensorType reductionType(OpKind kind, const OpAttrs &attrs, const TensorType &in
   return {resultDType(kind, input.dtype), shape, input.place};
 }
 
-/// gather(x, i0, ..., ik-1): x's shape with axes a .. a+k-1 replaced by the indices' broadcast shape.
-/// scatter_add(x, update, i0, ...): x's type, the update having the shape gather would give.
+/// Whether two shapes can be the same: of one rank, each pair of sizes equal or one of them symbolic (bound,
+/// and checked, when it runs).
+bool sameSizes(const Shape &a, const Shape &b) {
+  if (a.size() != b.size()) return false;
+  for (size_t d = 0; d < a.size(); ++d)
+    if (a[d] != b[d] && a[d].isStatic() && b[d].isStatic()) return false;
+  return true;
+}
+
+/// gather(x, i0, ..., ik-1): x's shape with axes a .. a+k-1 replaced by the indices' broadcast shape; along
+/// an axis (keepdims), x's shape broadcast with the index's, the axis's size the index's. scatter_add and
+/// scatter_set(x, update, i0, ...): x's type, the update having the shape gather would give.
 TensorType indexingType(const Op &op, const std::vector<TensorType> &inputs) {
-  bool scatter = op.kind() == OpKind::ScatterAdd;
+  bool scatter = op.kind() != OpKind::Gather;
   const TensorType &x = inputs.at(0);
   size_t first = scatter ? 2 : 1, axis = static_cast<size_t>(op.attrs().axes.at(0)),
          k = inputs.size() - first;
   TG_ASSERT(k >= 1 && axis + k <= x.rank())
       << op.name() << ": " << k << " indices from axis " << axis << " of " << x.str();
-  Shape indexShape;
-  for (size_t i = first; i < inputs.size(); ++i) {
-    TG_ASSERT(isInteger(inputs[i].dtype)) << op.name() << ": an index of " << inputs[i].str();
-    auto shape = broadcastShapes(indexShape, inputs[i].shape);
+  Shape gathered;
+  if (op.attrs().keepdims) {
+    const TensorType &index = inputs[first];
+    TG_ASSERT(k == 1 && isInteger(index.dtype) && index.rank() == x.rank())
+        << op.name() << " along an axis of " << x.str() << " at " << index.str();
+    Shape others = x.shape;
+    others[axis] = index.shape[axis];
+    auto shape = broadcastShapes(others, index.shape);
     if (!shape)
-      fail("the index arrays cannot be broadcast together: shapes " + shapeString(indexShape) + " and " +
-           shapeString(inputs[i].shape));
-    indexShape = *shape;
+      fail("the index of shape " + shapeString(index.shape) + " does not broadcast with the array of shape " +
+           shapeString(x.shape) + " beside axis " + std::to_string(axis));
+    gathered = *shape;
+  } else {
+    Shape indexShape;
+    for (size_t i = first; i < inputs.size(); ++i) {
+      TG_ASSERT(isInteger(inputs[i].dtype)) << op.name() << ": an index of " << inputs[i].str();
+      auto shape = broadcastShapes(indexShape, inputs[i].shape);
+      if (!shape)
+        fail("the index arrays cannot be broadcast together: shapes " + shapeString(indexShape) + " and " +
+             shapeString(inputs[i].shape));
+      indexShape = *shape;
+    }
+    gathered.assign(x.shape.begin(), x.shape.begin() + static_cast<ptrdiff_t>(axis));
+    gathered.insert(gathered.end(), indexShape.begin(), indexShape.end());
+    gathered.insert(gathered.end(), x.shape.begin() + static_cast<ptrdiff_t>(axis + k), x.shape.end());
   }
-  Shape gathered(x.shape.begin(), x.shape.begin() + static_cast<ptrdiff_t>(axis));
-  gathered.insert(gathered.end(), indexShape.begin(), indexShape.end());
-  gathered.insert(gathered.end(), x.shape.begin() + static_cast<ptrdiff_t>(axis + k), x.shape.end());
   if (!scatter) return {x.dtype, gathered, x.place};
-  TG_ASSERT(inputs[1].dtype == x.dtype && inputs[1].shape == gathered)
-      << "scatter_add: an update of " << inputs[1].str() << " for " << shapeString(gathered);
-  return {x.dtype, x.shape, x.place};
+  TG_ASSERT(inputs[1].dtype == x.dtype && sameSizes(inputs[1].shape, gathered))
+      << op.name() << ": an update of " << inputs[1].str() << " for " << shapeString(gathered);
+  return x;
 }
 
 TensorType matmulType(const TensorType &a, const TensorType &b) {
@@ -440,11 +464,16 @@ std::string Op::attrString() const {
   case OpKind::Sort:
   case OpKind::Argsort:
   case OpKind::Cumsum:
-  case OpKind::Gather:
-  case OpKind::ScatterAdd:
     if (!a.axes.empty()) parts.push_back("axis=" + std::to_string(a.axes[0]));
     break;
-  case OpKind::Slice: {
+  case OpKind::Gather:
+  case OpKind::ScatterAdd:
+  case OpKind::ScatterSet:
+    parts.push_back("axis=" + std::to_string(a.axes.at(0)));
+    if (a.keepdims) parts.push_back("along");
+    break;
+  case OpKind::Slice:
+  case OpKind::SetSlice: {
     std::string text = "[";
     for (size_t i = 0; i < a.slices.size(); ++i)
       text += (i ? ", " : "") + a.slices[i].str();
@@ -584,7 +613,14 @@ TensorType inferHostType(const Op &op, const std::vector<TensorType> &inputs) {
     return matmulType(inputs[0], inputs[1]);
   case OpKind::Gather:
   case OpKind::ScatterAdd:
+  case OpKind::ScatterSet:
     return indexingType(op, inputs);
+  case OpKind::SetSlice: {
+    TensorType region = sliceType(Op(OpKind::Slice, attrs), input);
+    TG_ASSERT(inputs[1].dtype == input.dtype && sameSizes(inputs[1].shape, region.shape))
+        << "set_slice: an update of " << inputs[1].str() << " for " << region.str();
+    return input;
+  }
   case OpKind::ExpandDims: {
     // The new axes, counted in the result, sorted and distinct (the front end normalizes them).
     size_t rank = input.rank() + attrs.axes.size();

@@ -66,8 +66,11 @@ struct ArangeTerms {
 };
 ArangeTerms arangeTerms(const ir::OpAttrs &attrs, ir::DType dtype);
 Tensor sortKernel(const ir::Op &op, const Tensor &input, ir::DType dtype);
-/// gather and scatter_add (runtime/IndexKernels.cpp).
-Tensor indexingKernel(const ir::Op &op, const std::vector<Tensor> &inputs);
+/// gather, scatter_add, scatter_set and set_slice (runtime/IndexKernels.cpp); `reuseInputs` as runOp's.
+Tensor indexingKernel(const ir::Op &op, const std::vector<Tensor> &inputs, bool reuseInputs);
+/// Python's slicing as a view: one SliceSpec per leading axis, an index drops its axis, negative positions
+/// count from the end, out-of-range bounds are clamped (runtime/ShapeKernels.cpp).
+Tensor sliceView(const Tensor &x, const std::vector<ir::SliceSpec> &slices);
 /// A fused node's program over whole tensors; `reuseInputs` as runOp's (Kernels.h). Returns the first output
 /// and puts the body's extra outputs in `extraOutputs` (one place each). With a `memo`, a launch over
 /// operands of the shapes and strides it recorded reuses what it holds, and any other records itself.

@@ -65,7 +65,9 @@ Tensor runKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType 
     return sortKernel(op, inputs[0], dtype);
   case OpKind::Gather:
   case OpKind::ScatterAdd:
-    return indexingKernel(op, inputs);
+  case OpKind::ScatterSet:
+  case OpKind::SetSlice:
+    return indexingKernel(op, inputs, reuseInputs);
   case OpKind::Fused:
     return fusedKernel(op, inputs, dtype, reuseInputs);
   default:

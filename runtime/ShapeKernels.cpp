@@ -38,9 +38,36 @@ Tensor broadcastTo(const Tensor &x, const std::vector<int64_t> &shape) {
   return x.view(shape, broadcastStrides(x, shape), x.offset());
 }
 
-/// Python's slicing: one SliceSpec per leading axis, an index drops its axis, negative positions count from
-/// the end, out-of-range bounds are clamped.
-Tensor slice(const Tensor &x, const std::vector<ir::SliceSpec> &slices) {
+Tensor concat(const std::vector<Tensor> &inputs, size_t axis) {
+  checkJoinShapes(inputs, "concat", axis);
+  std::vector<int64_t> shape = inputs[0].shape();
+  shape[axis] = 0;
+  for (const Tensor &input : inputs)
+    shape[axis] += input.shape()[axis];
+  Tensor out = Tensor::empty(inputs[0].dtype(), shape);
+  int64_t position = 0;
+  for (const Tensor &input : inputs) {
+    out.view(input.shape(), out.strides(), out.offset() + position * out.strides()[axis]).copyFrom(input);
+    position += input.shape()[axis];
+  }
+  return out;
+}
+
+Tensor stack(const std::vector<Tensor> &inputs, size_t axis) {
+  checkJoinShapes(inputs, "stack", inputs[0].rank());
+  std::vector<int64_t> shape = inputs[0].shape();
+  shape.insert(shape.begin() + static_cast<ptrdiff_t>(axis), static_cast<int64_t>(inputs.size()));
+  Tensor out = Tensor::empty(inputs[0].dtype(), shape);
+  std::vector<int64_t> strides = out.strides();
+  strides.erase(strides.begin() + static_cast<ptrdiff_t>(axis));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    out.view(inputs[i].shape(), strides, static_cast<int64_t>(i) * out.strides()[axis]).copyFrom(inputs[i]);
+  return out;
+}
+
+} // namespace
+
+Tensor sliceView(const Tensor &x, const std::vector<ir::SliceSpec> &slices) {
   TG_ASSERT(slices.size() <= x.rank()) << slices.size() << " slices of a rank-" << x.rank() << " tensor";
   std::vector<int64_t> shape, strides;
   int64_t offset = x.offset();
@@ -78,35 +105,6 @@ Tensor slice(const Tensor &x, const std::vector<ir::SliceSpec> &slices) {
   return x.view(std::move(shape), std::move(strides), offset);
 }
 
-Tensor concat(const std::vector<Tensor> &inputs, size_t axis) {
-  checkJoinShapes(inputs, "concat", axis);
-  std::vector<int64_t> shape = inputs[0].shape();
-  shape[axis] = 0;
-  for (const Tensor &input : inputs)
-    shape[axis] += input.shape()[axis];
-  Tensor out = Tensor::empty(inputs[0].dtype(), shape);
-  int64_t position = 0;
-  for (const Tensor &input : inputs) {
-    out.view(input.shape(), out.strides(), out.offset() + position * out.strides()[axis]).copyFrom(input);
-    position += input.shape()[axis];
-  }
-  return out;
-}
-
-Tensor stack(const std::vector<Tensor> &inputs, size_t axis) {
-  checkJoinShapes(inputs, "stack", inputs[0].rank());
-  std::vector<int64_t> shape = inputs[0].shape();
-  shape.insert(shape.begin() + static_cast<ptrdiff_t>(axis), static_cast<int64_t>(inputs.size()));
-  Tensor out = Tensor::empty(inputs[0].dtype(), shape);
-  std::vector<int64_t> strides = out.strides();
-  strides.erase(strides.begin() + static_cast<ptrdiff_t>(axis));
-  for (size_t i = 0; i < inputs.size(); ++i)
-    out.view(inputs[i].shape(), strides, static_cast<int64_t>(i) * out.strides()[axis]).copyFrom(inputs[i]);
-  return out;
-}
-
-} // namespace
-
 void checkJoinShapes(const std::vector<Tensor> &inputs, const char *opName, size_t skipAxis) {
   const std::vector<int64_t> &first = inputs[0].shape();
   for (size_t i = 1; i < inputs.size(); ++i) {
@@ -135,7 +133,7 @@ Tensor shapeKernel(const ir::Op &op, const std::vector<Tensor> &inputs) {
   case OpKind::BroadcastTo:
     return broadcastTo(inputs[0], attrs.shape);
   case OpKind::Slice:
-    return slice(inputs[0], attrs.slices);
+    return sliceView(inputs[0], attrs.slices);
   case OpKind::ExpandDims: { // a size-1 axis (stride 0) at each new position
     std::vector<int64_t> shape = inputs[0].shape(), strides = inputs[0].strides();
     for (int64_t axis : attrs.axes) {

@@ -64,6 +64,23 @@ def sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
 
+def inc_subtensor(x, index, value):
+    """Theano's inc_subtensor(x[index], value): NumPy's add.at on a copy (repeated indices accumulate)."""
+    y = x.copy()
+    np.add.at(y, index, value)
+    return y
+
+
+def set_subtensor(x, index, value):
+    y = x.copy()
+    y[index] = value
+    return y
+
+
+def one_hot(indices, classes, dtype=np.float32):
+    return (indices[..., None] == np.arange(classes)).astype(dtype)
+
+
 def stable_argsort(x, axis=-1):
     return np.argsort(x, axis=axis, kind="stable")
 
@@ -802,11 +819,52 @@ def groups():
         C("E[idx][:, 1]", lambda v: v.E[v.idx][:, 1]),
         C("exp(E[idx]) * 2.0", lambda v: np.exp(v.E[v.idx]) * F32(2), tol=TRANS),
     ]))
+    out.append(Group("take", inputs=v, cases=[
+        C("take(E, idx)", lambda v: np.take(v.E, v.idx, axis=0)),
+        C("take(E, [3, -1, 0], axis=1)", lambda v: np.take(v.E, [3, -1, 0], axis=1)),
+        C("take(T, labels % 3, axis=0)", lambda v: np.take(v.T, v.labels % 3, axis=0), computed_index=True),
+        C("take(T, j, axis=-2)", lambda v: np.take(v.T, v.j, axis=-2)),
+        C("take_along_axis(P, labels[:, None], 1)", lambda v: np.take_along_axis(v.P, v.labels[:, None], 1)),
+        C("take_along_axis(E, argsort(E, axis=0), 0)",
+          lambda v: np.take_along_axis(v.E, np.argsort(v.E, axis=0, kind="stable"), 0), computed_index=True),
+        C("take_along_axis(T, [[[4, 0]]], 2)", lambda v: np.take_along_axis(v.T, np.array([[[4, 0]]]), 2)),
+        C("take_along_axis(T, [[[1]], [[0]], [[3]]], 1)",
+          lambda v: np.take_along_axis(v.T, np.array([[[1]], [[0]], [[3]]]), 1)),
+        C("one_hot(labels, 4)", lambda v: one_hot(v.labels, 4)),
+        C("one_hot(idx, 3, dtype=i32)", lambda v: one_hot(v.idx, 3, np.int32)),         # out of range: zeros
+        C("one_hot(j, 5, dtype=bool)", lambda v: one_hot(v.j, 5, np.bool_)),
+        C("sum(one_hot(labels, 4) * P, axis=1)", lambda v: np.sum(one_hot(v.labels, 4) * v.P, axis=1), tol=ACCUM),
+    ]))
+    out.append(Group("subtensor_updates", inputs=v, cases=[
+        C("inc_subtensor(E[idx], 1.0)", lambda v: inc_subtensor(v.E, v.idx, F32(1))),   # repeats accumulate
+        C("inc_subtensor(E[[0, 0, 5]], E[1:4])", lambda v: inc_subtensor(v.E, [0, 0, 5], v.E[1:4])),
+        C("set_subtensor(E[1:3, 2], [7.0, 8.0])", lambda v: set_subtensor(v.E, (slice(1, 3), 2), [7, 8])),
+        C("inc_subtensor(E[::-2], 0.5)", lambda v: inc_subtensor(v.E, slice(None, None, -2), F32(0.5))),
+        C("set_subtensor(E[:, [3, 0]], E[:, :2])", lambda v: set_subtensor(v.E, (slice(None), [3, 0]), v.E[:, :2])),
+        C("inc_subtensor(E[i, j], 10.0)", lambda v: inc_subtensor(v.E, (v.i, v.j), F32(10))),   # dynamic
+        C("set_subtensor(E[i], P[0])", lambda v: set_subtensor(v.E, v.i, v.P[0])),
+        C("inc_subtensor(P[arange(5), labels], -1.0)",
+          lambda v: inc_subtensor(v.P, (np.arange(5), v.labels), F32(-1))),       # softmax minus one-hot
+        C("set_subtensor(T[[0, 2], :, [1, -1]], 0.0)",
+          lambda v: set_subtensor(v.T, ([0, 2], slice(None), [1, -1]), 0.0)),
+        C("inc_subtensor(T[1:, [0, 3], 2:], T[:2, :2, :3])",
+          lambda v: inc_subtensor(v.T, (slice(1, None), [0, 3], slice(2, None)), v.T[:2, :2, :3])),
+        C("inc_subtensor(T[[0], None, [1]], 1.0)", lambda v: inc_subtensor(v.T, ([0], None, [1]), 1.0)),
+        C("set_subtensor(E[None, 2:, None], 3.0)", lambda v: set_subtensor(v.E, (None, slice(2, None), None), 3)),
+        C("set_subtensor(E[..., -1], 0)", lambda v: set_subtensor(v.E, (Ellipsis, -1), 0)),
+        C("inc_subtensor(B[labels % 4, 1], 2)", lambda v: inc_subtensor(v.B, (v.labels % 4, 1), 2),
+          computed_index=True),
+        C("set_subtensor(B[1:3], i)", lambda v: set_subtensor(v.B, slice(1, 3), v.i)),  # i64 into i32: same kind
+    ]))
     v = dict(E=uniform(rs, -1, 1, (7, 3)), idx=integers(rs, 0, 7, (9,), I64))
     out.append(Group("gather_symbolic", inputs=v, types={"E": "f32[n, 3]", "idx": "i64[m]"}, cases=[
         C("E[idx]", lambda v: v.E[v.idx]),
         C("E[idx, 2] * 3.0", lambda v: v.E[v.idx, 2] * F32(3)),
         C("E[-1:, [2, 0]]", lambda v: v.E[-1:, [2, 0]]),
+        C("inc_subtensor(E[idx], 1.0)", lambda v: inc_subtensor(v.E, v.idx, F32(1))),
+        C("set_subtensor(E[1:, 1], E[:-1, 2])", lambda v: set_subtensor(v.E, (slice(1, None), 1), v.E[:-1, 2])),
+        C("take_along_axis(E, argmax(E, axis=1, keepdims=true), 1)",
+          lambda v: np.take_along_axis(v.E, np.argmax(v.E, axis=1)[:, None], 1), computed_index=True),
     ]))
 
     # -- Random numbers: properties only --------------------------------------------------------------------------------

@@ -27,6 +27,18 @@ def uniform(lo, hi, shape):
     return RS.uniform(lo, hi, shape).astype(np.float64)
 
 
+def _inc(x, index, value):
+    y = x.copy()
+    np.add.at(y, index, value)
+    return y
+
+
+def _set(x, index, value):
+    y = x.copy()
+    y[index] = value
+    return y
+
+
 def softmax(x, axis):
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
@@ -117,6 +129,28 @@ CASES = [
      lambda P, labels: np.log(P[np.arange(4), labels]), ["P"]),
     ("gather separated", None, "T[[0, 1], 1:, [2, 2]]", {"T": uniform(-1, 1, (2, 3, 4))},
      lambda T: T[[0, 1], 1:, [2, 2]], ["T"]),
+    ("strided slices", None, "x[1:, ::2] * x[::-2, 1::3]", {"x": uniform(-1, 1, (3, 4))},
+     lambda x: x[1:, ::2] * x[::-2, 1::3], ["x"]),
+    ("take", None, "take(x, [2, 0, 2], axis=1) * 2.0", {"x": uniform(-1, 1, (2, 3))},
+     lambda x: np.take(x, [2, 0, 2], axis=1) * 2.0, ["x"]),
+    ("take_along_axis", None, "take_along_axis(x, i, 1) ** 2.0",
+     {"x": uniform(-1, 1, (3, 4)), "i": np.array([[3, 3], [0, 1], [2, 3]])},
+     lambda x, i: np.take_along_axis(x, i, 1) ** 2.0, ["x"]),
+    ("take_along_axis broadcast", None, "take_along_axis(x, i, 0)",
+     {"x": uniform(-1, 1, (1, 4)), "i": np.array([[0], [0], [0]])},
+     lambda x, i: np.take_along_axis(np.broadcast_to(x, (1, 4)), i, 0) * np.ones((3, 4)), ["x"]),
+    ("inc_subtensor", None, "inc_subtensor(x[[0, 2, 0]], v) ** 2.0",
+     {"x": uniform(-1, 1, (3, 2)), "v": uniform(-1, 1, (3, 2))},
+     lambda x, v: _inc(x, [0, 2, 0], v) ** 2.0, ["x", "v"]),
+    ("inc_subtensor slice", None, "inc_subtensor(x[1:, ::2], v) ** 2.0",
+     {"x": uniform(-1, 1, (3, 4)), "v": uniform(-1, 1, (2,))},
+     lambda x, v: _inc(x, (slice(1, None), slice(None, None, 2)), v) ** 2.0, ["x", "v"]),
+    ("set_subtensor", None, "set_subtensor(x[[2, 0], 1:], v) ** 2.0",
+     {"x": uniform(-1, 1, (3, 3)), "v": uniform(-1, 1, (2, 2))},
+     lambda x, v: _set(x, ([2, 0], slice(1, None)), v) ** 2.0, ["x", "v"]),
+    ("set_subtensor separated", None, "set_subtensor(x[[0, 1], :, [2, 0]], v) * x",
+     {"x": uniform(-1, 1, (2, 2, 3)), "v": uniform(-1, 1, (2,))},
+     lambda x, v: _set(x, ([0, 1], slice(None), [2, 0]), v) * x, ["x", "v"]),
 ]
 
 

@@ -619,13 +619,6 @@ TEST_F(GradientTest, NonDifferentiableOpsOnThePathAreReportedAtTheOp) {
   EXPECT_EQ(error.message, "grad: 'sort' is not differentiable");
   EXPECT_EQ(error.loc.str(), "g.tg:7:12");
 
-  OpAttrs stepTwo = slices({span({}, {}, 2)});
-  Value *strided = graph.addNode(Op(OpKind::Slice, stepTwo), {x}, at(9, 4))->output();
-  error = errorOf([&] { grad(graph, sumAll(graph, strided), {x}, {}); });
-  EXPECT_EQ(error.message,
-            "grad: the slice ::2 is not differentiable yet (only steps 1, and -1 over a whole axis, are)");
-  EXPECT_EQ(error.loc.str(), "g.tg:9:4");
-
   Value *matrix = graph.addInput({DType::F64, {Dim::named("n"), Dim::named("m")}}, "M");
   Value *flat = op(graph, OpKind::Reshape, {matrix}, shape({-1}));
   EXPECT_EQ(

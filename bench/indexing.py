@@ -1,0 +1,101 @@
+#!/usr/bin/python3
+"""bench/indexing: an embedding lookup and its gradient, tgc against NumPy and PyTorch, side by side in one run.
+
+The table E is f32[100000, 128], the indices 1,000,000 i64 uniform over its rows (so rows repeat).
+  gather       tgc `E[idx]`, NumPy `E[idx]`, PyTorch `torch.index_select(E, 0, idx)`
+  scatter-add  tgc `inc_subtensor(zeros_like(E)[idx], G)` (a gather's gradient), NumPy `np.add.at(Z, idx, G)` on
+               a zeroed table, PyTorch `Z.zero_().index_add_(0, idx, G)`; G is f32[1000000, 128]
+Prints each one's best time of --repeat rounds (the rounds interleaved, so that a noisy neighbour slows all alike),
+the bytes it must move at least (indices read, rows read or added, the result written), and tgc's speed-up over
+each peer. tgc runs through its Python module, on the CPU, on all cores; PyTorch on as many threads.
+
+    bash bench/indexing.sh                       # installs the peers if missing, builds, runs this
+    PYTHONPATH=build/python python3 bench/indexing.py [--rows 100000] [--width 128] [--lookups 1000000]
+"""
+import argparse
+import os
+import time
+
+import numpy as np
+
+import tgc
+
+GATHER = """input E : f32[v, d]
+input idx : i64[n]
+let rows = E[idx]
+output rows
+"""
+SCATTER = """input E : f32[v, d]
+input idx : i64[n]
+input G : f32[n, d]
+let table = inc_subtensor(zeros_like(E)[idx], G)
+output table
+"""
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=100000)
+    parser.add_argument("--width", type=int, default=128)
+    parser.add_argument("--lookups", type=int, default=1000000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+
+    rng = np.random.default_rng(1)
+    E = rng.standard_normal((args.rows, args.width), dtype=np.float32)
+    idx = rng.integers(0, args.rows, args.lookups, dtype=np.int64)
+    G = rng.standard_normal((args.lookups, args.width), dtype=np.float32)
+    Z = np.zeros_like(E)
+
+    gather = tgc.compile(GATHER, device="cpu")
+    scatter = tgc.compile(SCATTER, device="cpu")
+    want_rows = E[idx]
+    want_table = np.zeros_like(E)
+    np.add.at(want_table, idx, G)
+    assert np.array_equal(gather(E=E, idx=idx)["rows"], want_rows), "tgc's gather differs from NumPy's"
+    got = scatter(E=E, idx=idx, G=G)["table"]
+    assert np.allclose(got, want_table, rtol=1e-5, atol=1e-4), "tgc's scatter-add differs from NumPy's"
+
+    def numpy_scatter():
+        Z.fill(0)
+        np.add.at(Z, idx, G)
+
+    contenders = {
+        "gather": {"tgc": lambda: gather(E=E, idx=idx), "NumPy": lambda: E[idx]},
+        "scatter-add": {"tgc": lambda: scatter(E=E, idx=idx, G=G), "NumPy": numpy_scatter},
+    }
+    try:
+        import torch
+        torch.set_num_threads(os.cpu_count())
+        tE, tidx, tG, tZ = (torch.from_numpy(a) for a in (E, idx, G, Z))
+        assert torch.equal(torch.index_select(tE, 0, tidx), torch.from_numpy(want_rows))
+        contenders["gather"]["PyTorch"] = lambda: torch.index_select(tE, 0, tidx)
+        contenders["scatter-add"]["PyTorch"] = lambda: tZ.zero_().index_add_(0, tidx, tG)
+        torch_version = torch.__version__
+    except ImportError:
+        torch_version = None
+
+    row_bytes = args.width * 4
+    moved = {"gather": args.lookups * (8 + 2 * row_bytes),  # index, row read, row written
+             "scatter-add": args.lookups * (8 + row_bytes) + args.rows * row_bytes}  # index, update; the table
+    best = {(op, who): float("inf") for op in contenders for who in contenders[op]}
+    for _ in range(args.repeat):
+        for op, peers in contenders.items():
+            for who, run in peers.items():
+                start = time.perf_counter()
+                run()
+                best[op, who] = min(best[op, who], time.perf_counter() - start)
+
+    print("embedding lookup: E f32[%d, %d], %d indices; %d cores; best of %d; NumPy %s, PyTorch %s"
+          % (args.rows, args.width, args.lookups, os.cpu_count(), args.repeat, np.__version__,
+             torch_version or "not installed"))
+    print("%-12s %-8s %10s %8s %12s" % ("op", "who", "ms", "GB/s", "tgc speed-up"))
+    for op, peers in contenders.items():
+        for who in peers:
+            seconds = best[op, who]
+            ratio = "" if who == "tgc" else "%.2fx" % (seconds / best[op, "tgc"])
+            print("%-12s %-8s %10.1f %8.1f %12s" % (op, who, seconds * 1e3, moved[op] / seconds / 1e9, ratio))
+
+
+if __name__ == "__main__":
+    main()

@@ -15,6 +15,7 @@ DATA = os.path.join(ROOT, "examples", "data")
 RUNS = [
     ("logreg.tg", ["X=logreg_X.npy", "y=logreg_y.npy"], 200, 40, {"loss": 0.25}),
     ("mlp.tg", ["X=spiral_X.npy", "labels=spiral_y.npy"], 600, 100, {"loss": 0.2}),
+    ("embedding.tg", [], 300, 50, {"loss": 0.05}),
 ]
 
 

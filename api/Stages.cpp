@@ -108,8 +108,8 @@ std::string explainPlacement(const ir::Program &program, const opt::PlacementRea
 /// plan (runtime/DevicePlan.h) gives the device nodes, or every fused kernel when nothing runs on a device:
 /// generated kernels and reductions (of fused nodes, or of unfused ops), the generated matmul kernel for each
 /// device matmul (what a GPU without cuBLAS runs; integer and bool matmuls always), the creation kernels of
-/// device eye, arange, rand and randn. A comment names each kernel's node and source line (PTX: all of them
-/// first, then the module, whose entries are the names they give).
+/// device eye, arange, rand and randn, the index kernels of gathers and scatters. A comment names each kernel's
+/// node and source line (PTX: all of them first, then the module, whose entries are the names they give).
 std::string printKernels(const ir::Program &program, bool ptx, const std::string &gpuArch) {
   struct Kernel {
     const ir::Node *node;
@@ -123,7 +123,7 @@ std::string printKernels(const ir::Program &program, bool ptx, const std::string
     if (ptx && node->op().place() == ir::Place::Device && !transfer) {
       runtime::DeviceStep step = runtime::planDeviceStep(*node);
       if (step.kind == Kind::Kernel || step.kind == Kind::Reduction || step.kind == Kind::Matmul ||
-          step.kind == Kind::Creation) {
+          step.kind == Kind::Creation || step.kind == Kind::Index) {
         kernels.push_back({node, step});
         anyDevice = true;
       }
@@ -153,6 +153,16 @@ std::string printKernels(const ir::Program &program, bool ptx, const std::string
       out << comment << " kernel " << index++ << ": " << node->op().str() << " -> "
           << node->output()->type().str() << ", at " << node->loc().str() << ": "
           << codegen::creationKernelName(node->op().kind(), dtype) << "\n";
+      continue;
+    }
+    if (step && step->kind == Kind::Index) {
+      out << comment << " kernel " << index++ << ": " << node->op().str() << " -> "
+          << node->output()->type().str() << ", at " << node->loc().str() << ":";
+      for (auto [kernel, dtype] : runtime::indexKernels(*node)) {
+        module.indexing.emplace_back(kernel, dtype);
+        out << " " << codegen::indexKernelName(kernel, dtype);
+      }
+      out << "\n";
       continue;
     }
     codegen::Layout layout = staticLayout(*node);

@@ -468,6 +468,7 @@ std::vector<Value *> GradientBuilder::inputGradients(const Node &node, Value *g,
   case OpKind::FloorDiv:
   case OpKind::ZerosLike:
   case OpKind::OnesLike:
+  case OpKind::Arange:
     break; // piecewise constant, or only the shape is used: zero gradient
   case OpKind::Cast:
     // Only float -> float casts carry a gradient (integers are never differentiated).
@@ -564,7 +565,7 @@ std::vector<Value *> GradientBuilder::inputGradients(const Node &node, Value *g,
     // Theano's set_subtensor); the base passes it on, but where a store replaced it.
     std::vector<Value *> indices(in.begin() + 2, in.end()), gathered{g}, cleared{g, nullptr};
     gathered.insert(gathered.end(), indices.begin(), indices.end());
-    set(1, [&] { return apply(OpKind::Gather, gathered, node.op().attrs()); });
+    set(1, [&] { return sumToShape(apply(OpKind::Gather, gathered, node.op().attrs()), in[1]->type()); });
     if (node.op().kind() == OpKind::ScatterAdd) {
       set(0, [&] { return g; });
       break;
@@ -580,7 +581,7 @@ std::vector<Value *> GradientBuilder::inputGradients(const Node &node, Value *g,
     set(0, [&] {
       return apply(OpKind::SetSlice, {g, apply(OpKind::ZerosLike, {in[1]})}, node.op().attrs());
     });
-    set(1, [&] { return apply(OpKind::Slice, {g}, node.op().attrs()); });
+    set(1, [&] { return sumToShape(apply(OpKind::Slice, {g}, node.op().attrs()), in[1]->type()); });
     break;
   case OpKind::ExpandDims: // the new size-1 axes summed away
     set(0, [&] { return apply(OpKind::Sum, {g}, axesAttrs(node.op().attrs().axes)); });

@@ -5,6 +5,9 @@ The table E is f32[100000, 128], the indices 1,000,000 i64 uniform over its rows
   gather       tgc `E[idx]`, NumPy `E[idx]`, PyTorch `torch.index_select(E, 0, idx)`
   scatter-add  tgc `inc_subtensor(zeros_like(E)[idx], G)` (a gather's gradient), NumPy `np.add.at(Z, idx, G)` on
                a zeroed table, PyTorch `Z.zero_().index_add_(0, idx, G)`; G is f32[1000000, 128]
+  sgd-step     one step of plain SGD on the table: tgc `update E = E - 0.1 * grad(sum(E[idx] * G), E)` (a param;
+               the optimizer turns it into a scatter into E), NumPy `np.add.at(E, idx, -0.1 * G)`, PyTorch
+               `E.index_add_(0, idx, G, alpha=-0.1)`
 Prints each one's best time of --repeat rounds (the rounds interleaved, so that a noisy neighbour slows all alike),
 the bytes it must move at least (indices read, rows read or added, the result written), and tgc's speed-up over
 each peer. tgc runs through its Python module, on the CPU, on all cores; PyTorch on as many threads.
@@ -30,6 +33,11 @@ input idx : i64[n]
 input G : f32[n, d]
 let table = inc_subtensor(zeros_like(E)[idx], G)
 output table
+"""
+SGD = """input idx : i64[n]
+input G : f32[n, %d]
+param E : f32[%d, %d] = zeros([%d, %d])
+update E = E - 0.1 * grad(sum(E[idx] * G), E)
 """
 
 
@@ -60,9 +68,19 @@ def main():
         Z.fill(0)
         np.add.at(Z, idx, G)
 
+    sgd = tgc.compile(SGD % (args.width, args.rows, args.width, args.rows, args.width), device="cpu")
+    sgd.params["E"] = E
+    sgd.step(idx=idx, G=G)
+    want_step = E.copy()
+    np.add.at(want_step, idx, np.float32(-0.1) * G)
+    assert np.allclose(sgd.params["E"], want_step, rtol=1e-4, atol=1e-4), "tgc's SGD step differs from NumPy's"
+    E_numpy = E.copy()
+    scaled = np.float32(-0.1) * G
+
     contenders = {
         "gather": {"tgc": lambda: gather(E=E, idx=idx), "NumPy": lambda: E[idx]},
         "scatter-add": {"tgc": lambda: scatter(E=E, idx=idx, G=G), "NumPy": numpy_scatter},
+        "sgd-step": {"tgc": lambda: sgd.step(idx=idx, G=G), "NumPy": lambda: np.add.at(E_numpy, idx, scaled)},
     }
     try:
         import torch
@@ -71,13 +89,16 @@ def main():
         assert torch.equal(torch.index_select(tE, 0, tidx), torch.from_numpy(want_rows))
         contenders["gather"]["PyTorch"] = lambda: torch.index_select(tE, 0, tidx)
         contenders["scatter-add"]["PyTorch"] = lambda: tZ.zero_().index_add_(0, tidx, tG)
+        tE_step = torch.from_numpy(E.copy())
+        contenders["sgd-step"]["PyTorch"] = lambda: tE_step.index_add_(0, tidx, tG, alpha=-0.1)
         torch_version = torch.__version__
     except ImportError:
         torch_version = None
 
     row_bytes = args.width * 4
     moved = {"gather": args.lookups * (8 + 2 * row_bytes),  # index, row read, row written
-             "scatter-add": args.lookups * (8 + row_bytes) + args.rows * row_bytes}  # index, update; the table
+             "scatter-add": args.lookups * (8 + row_bytes) + args.rows * row_bytes,  # index, update; the table
+             "sgd-step": args.lookups * (8 + 3 * row_bytes)}  # index, update; each row read and written
     best = {(op, who): float("inf") for op in contenders for who in contenders[op]}
     for _ in range(args.repeat):
         for op, peers in contenders.items():

@@ -3,15 +3,7 @@
 # builds tgc, and runs bench/kernels.py. Root (or sudo) is needed only to install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-missing=()
-for package in python3-numpy python3-numexpr python3-torch; do
-  dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
-done
-if ((${#missing[@]})); then
-  echo "bench/kernels.sh: installing ${missing[*]}"
-  sudo_cmd=$([ "$(id -u)" = 0 ] || echo sudo)
-  $sudo_cmd apt-get update -qq
-  $sudo_cmd env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+source tools/packages.sh
+install_missing python3-numpy python3-numexpr python3-torch
 bash tools/setup.sh >/dev/null
 exec /usr/bin/python3 bench/kernels.py --tgc-bench build/bench/kernels "$@"

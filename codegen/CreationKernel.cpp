@@ -7,10 +7,7 @@
 #include "codegen/ScalarEmitter.h"
 #include "ir/Assert.h"
 
-#include <cstddef>
-#include <iterator>
 #include <llvm/IR/IRBuilder.h>
-#include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/Module.h>
 #include <numbers>
 #include <vector>
@@ -28,28 +25,14 @@ struct CreationOperands {
   Value *count, *output, *p0, *p1, *x0, *x1;
 };
 
-/// Each CreationArgs field: where it is (its offset / 8 is its parameter's index, the struct being the
-/// kernel's parameter buffer), its kind, and the operand it becomes.
-struct CreationField {
-  size_t offset;
-  enum Kind { Integer, Pointer, Double } kind;
-  Value *CreationOperands::*operand;
-};
-const CreationField kCreationFields[] = {
-    {offsetof(CreationArgs, count), CreationField::Integer, &CreationOperands::count},
-    {offsetof(CreationArgs, output), CreationField::Pointer, &CreationOperands::output},
-    {offsetof(CreationArgs, p0), CreationField::Integer, &CreationOperands::p0},
-    {offsetof(CreationArgs, p1), CreationField::Integer, &CreationOperands::p1},
-    {offsetof(CreationArgs, x0), CreationField::Double, &CreationOperands::x0},
-    {offsetof(CreationArgs, x1), CreationField::Double, &CreationOperands::x1},
-};
-static_assert(std::size(kCreationFields) * 8 == sizeof(CreationArgs),
-              "every CreationArgs field has its entry");
+/// CreationArgs' fields, in their order (each 8 bytes: the struct is the kernel's parameter buffer).
+const std::vector<ParameterKind> kCreationParameters{ParameterKind::Integer, ParameterKind::Pointer,
+                                                     ParameterKind::Integer, ParameterKind::Integer,
+                                                     ParameterKind::Double,  ParameterKind::Double};
+static_assert(6 * 8 == sizeof(CreationArgs), "every CreationArgs field has its parameter");
 
-llvm::Type *fieldType(llvm::LLVMContext &context, CreationField::Kind kind, unsigned addressSpace) {
-  if (kind == CreationField::Integer) return llvm::Type::getInt64Ty(context);
-  if (kind == CreationField::Double) return llvm::Type::getDoubleTy(context);
-  return llvm::PointerType::get(context, addressSpace);
+CreationOperands creationOperands(const std::vector<Value *> &in) {
+  return {in[0], in[1], in[2], in[3], in[4], in[5]};
 }
 
 /// log or cos of a float or double: libm's exactly on the host (no vector variant, so the bits are the CPU
@@ -134,24 +117,13 @@ Value *emitElement(llvm::IRBuilder<> &b, OpKind kind, DType dtype, const Creatio
   return nullptr;
 }
 
-/// for (i = first; i < count; i += step) output[i] = element(i), at the builder's insertion point.
-void emitGridStrideLoop(llvm::IRBuilder<> &b, OpKind kind, DType dtype, const CreationOperands &in,
-                        Value *first, Value *step, bool nvptx) {
-  llvm::LLVMContext &context = b.getContext();
-  llvm::Function *function = b.GetInsertBlock()->getParent();
-  llvm::BasicBlock *before = b.GetInsertBlock();
-  llvm::BasicBlock *loop = llvm::BasicBlock::Create(context, "i.loop", function);
-  llvm::BasicBlock *done = llvm::BasicBlock::Create(context, "i.done", function);
-  b.CreateCondBr(b.CreateICmpSLT(first, in.count), loop, done);
-  b.SetInsertPoint(loop);
-  llvm::PHINode *index = b.CreatePHI(b.getInt64Ty(), 2, "i");
-  index->addIncoming(first, before);
-  llvm::Type *type = memoryType(context, dtype);
-  b.CreateStore(emitElement(b, kind, dtype, in, index, nvptx), b.CreateGEP(type, in.output, index));
-  Value *next = b.CreateAdd(index, step, "i.next");
-  index->addIncoming(next, b.GetInsertBlock());
-  b.CreateCondBr(b.CreateICmpSLT(next, in.count), loop, done);
-  b.SetInsertPoint(done);
+/// output[i] = element(i).
+GridStrideBody creationBody(OpKind kind, DType dtype, bool nvptx) {
+  return [=](llvm::IRBuilder<> &b, const std::vector<Value *> &parameters, Value *index) {
+    CreationOperands in = creationOperands(parameters);
+    llvm::Type *type = memoryType(b.getContext(), dtype);
+    b.CreateStore(emitElement(b, kind, dtype, in, index, nvptx), b.CreateGEP(type, in.output, index));
+  };
 }
 
 } // namespace
@@ -174,27 +146,7 @@ bool hasCreationKernel(ir::OpKind kind, ir::DType dtype) {
 
 llvm::Function *buildCreationPtxKernel(llvm::Module &module, ir::OpKind kind, ir::DType dtype,
                                        const std::string &name) {
-  llvm::LLVMContext &context = module.getContext();
-  llvm::Type *i64 = llvm::Type::getInt64Ty(context);
-  std::vector<llvm::Type *> parameters(std::size(kCreationFields));
-  for (const CreationField &field : kCreationFields)
-    parameters[field.offset / 8] = fieldType(context, field.kind, 1); // pointers to global memory
-  auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(context), parameters, false);
-  llvm::Function *function = llvm::Function::Create(type, llvm::Function::ExternalLinkage, name, module);
-  function->setCallingConv(llvm::CallingConv::PTX_Kernel);
-  function->addFnAttr(llvm::Attribute::NoUnwind);
-  llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", function));
-  CreationOperands operands;
-  for (const CreationField &field : kCreationFields)
-    operands.*field.operand = function->getArg(static_cast<unsigned>(field.offset / 8));
-  auto special = [&](llvm::Intrinsic::ID id) { return b.CreateZExt(b.CreateIntrinsic(id, {}, {}), i64); };
-  Value *blockSize = special(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x);
-  Value *first = b.CreateAdd(b.CreateMul(special(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), blockSize),
-                             special(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x));
-  Value *step = b.CreateMul(special(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x), blockSize);
-  emitGridStrideLoop(b, kind, dtype, operands, first, step, true);
-  b.CreateRetVoid();
-  return function;
+  return buildGridStridePtxKernel(module, name, kCreationParameters, 0, creationBody(kind, dtype, true));
 }
 
 std::string emitCreationPtx(ir::OpKind kind, ir::DType dtype, const std::string &gpuArch) {
@@ -206,33 +158,7 @@ std::string emitCreationPtx(ir::OpKind kind, ir::DType dtype, const std::string 
 SimCreationKernel compileSimCreationKernel(ir::OpKind kind, ir::DType dtype) {
   std::string name = creationKernelName(kind, dtype) + "_sim";
   return reinterpret_cast<SimCreationKernel>(compileHostFunction(name, [&](llvm::Module &module) {
-    llvm::LLVMContext &context = module.getContext();
-    llvm::Type *i64 = llvm::Type::getInt64Ty(context), *pointer = llvm::PointerType::getUnqual(context);
-    auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(context), {pointer, i64, i64, i64}, false);
-    llvm::Function *function = llvm::Function::Create(type, llvm::Function::ExternalLinkage, name, module);
-    function->addFnAttr(llvm::Attribute::NoUnwind);
-    llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", function));
-    CreationOperands operands; // CreationArgs, field by field
-    for (const CreationField &field : kCreationFields)
-      operands.*field.operand =
-          b.CreateLoad(fieldType(context, field.kind, 0),
-                       b.CreateConstGEP1_64(b.getInt8Ty(), function->getArg(0), field.offset));
-    Value *block = function->getArg(1), *blockSize = function->getArg(2), *gridSize = function->getArg(3);
-    // for (t = 0; t < blockSize; ++t) the loop of thread t of `block`
-    llvm::BasicBlock *entry = b.GetInsertBlock();
-    llvm::BasicBlock *threads = llvm::BasicBlock::Create(context, "t.loop", function);
-    llvm::BasicBlock *exit = llvm::BasicBlock::Create(context, "exit", function);
-    b.CreateCondBr(b.CreateICmpSGT(blockSize, b.getInt64(0)), threads, exit);
-    b.SetInsertPoint(threads);
-    llvm::PHINode *thread = b.CreatePHI(i64, 2, "t");
-    thread->addIncoming(b.getInt64(0), entry);
-    Value *first = b.CreateAdd(b.CreateMul(block, blockSize), thread);
-    emitGridStrideLoop(b, kind, dtype, operands, first, b.CreateMul(gridSize, blockSize), false);
-    Value *next = b.CreateAdd(thread, b.getInt64(1));
-    thread->addIncoming(next, b.GetInsertBlock());
-    b.CreateCondBr(b.CreateICmpSLT(next, blockSize), threads, exit);
-    b.SetInsertPoint(exit);
-    b.CreateRetVoid();
+    buildGridStrideSimKernel(module, name, kCreationParameters, 0, creationBody(kind, dtype, false));
   }));
 }
 

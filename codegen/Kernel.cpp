@@ -3,7 +3,6 @@
 #include "codegen/Kernel.h"
 
 #include "codegen/ScalarOps.h"
-
 #include "ir/Assert.h"
 #include "ir/SmallVector.h"
 

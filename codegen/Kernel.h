@@ -7,9 +7,10 @@
 //
 // Semantics are those of the CPU kernels (runtime/ElementwiseKernels.cpp, NumPy's): integer arithmetic wraps,
 // `mod` takes the divisor's sign, integer `pow` of a negative exponent is an error (kNegativeIntegerPower),
-// maximum/minimum/clip propagate NaN, casts follow scalar::Cast (codegen/ScalarOps.h). Host and simulated-device kernels
-// call the same libm functions as the CPU kernels (or libmvec's vector variants, a few ulps apart); PTX
-// kernels call libdevice's, within its documented error bounds. All else is bitwise the CPU kernels' result.
+// maximum/minimum/clip propagate NaN, casts follow scalar::Cast (codegen/ScalarOps.h). Host and
+// simulated-device kernels call the same libm functions as the CPU kernels (or libmvec's vector variants, a
+// few ulps apart); PTX kernels call libdevice's, within its documented error bounds. All else is bitwise the
+// CPU kernels' result.
 #pragma once
 
 #include "ir/ScalarGraph.h"
@@ -202,12 +203,15 @@ std::string emitDeviceLlvm(const KernelSpec &spec, const std::string &gpuArch = 
 /// the kernel needs libdevice and it cannot be read (emitDeviceLlvm too).
 std::string emitPtx(const KernelSpec &spec, const std::string &gpuArch = "sm_90");
 
+enum class IndexKernel; // the index kernels (below)
+
 /// The kernels of one PTX module: fused kernels, the generated matmul kernel of some dtypes, creation
 /// kernels.
 struct PtxModuleKernels {
   std::vector<KernelSpec> fused;
   std::vector<ir::DType> matmuls;
   std::vector<std::pair<ir::OpKind, ir::DType>> creations;
+  std::vector<std::pair<IndexKernel, ir::DType>> indexing;
 };
 
 /// One PTX module for `gpuArch` holding every kernel of `kernels` (each name once), with one header and
@@ -344,5 +348,46 @@ std::string describeKernelCache();
 /// part of the disk cache's key. A name LLVM does not know, or a CPU whose instructions this machine lacks
 /// (its code would stop on an illegal instruction), is an ir::UserError saying which.
 void setHostCpu(const std::string &name);
+
+// ---- The index kernels (codegen/IndexKernel.cpp): gather, scatter_add and scatter_set on a device ----
+//
+// Indexing moves blocks of `inner` contiguous elements. Element i (C order, i < count) of the gathered shape
+// is element e = i % inner of block n = i / inner, which belongs to row n / positions and index position j =
+// n % positions; its place in x is row * rowElements + offsets[j] + e. The offsets (one i64 per index
+// position) come first, from the offsets kernel, one index array (made i64 and contiguous) at a time:
+//
+//   offsets      output[j] = (accumulate ? output[j] : 0) + norm(input[j]) * stride, j < count; norm adds
+//   `size`
+//                to a negative index; an index outside [-size, size) stores 1 and itself in error[0],
+//                error[1]
+//   gather       output[i] = input[place(i)]
+//   scatter_add  output[place(i)] += input[i], atomically (repeated places accumulate); bools: or
+//   scatter_set  output[place(i)] = input[i] (of repeated places, one store stays)
+//
+// The PTX entry indexKernelName(kind, dtype) has IndexArgs' fields as its parameters, in their order (an
+// IndexArgs is its parameter buffer), a grid-stride loop like the creation kernels'; the simulated-device
+// function reads the same fields and runs the threads of one block in turn.
+
+struct IndexArgs {
+  int64_t count;
+  void *output; // pointers: device addresses on a device
+  const void *input;
+  const int64_t *offsets;
+  int64_t positions, inner, rowElements;
+  int64_t size, stride, accumulate; // the offsets kernel's
+  int64_t *error;
+};
+static_assert(sizeof(IndexArgs) == 11 * 8, "IndexArgs must be its kernel's parameter buffer: 8-byte fields");
+
+using SimIndexKernel = void (*)(const IndexArgs *args, int64_t block, int64_t blockSize, int64_t gridSize);
+
+enum class IndexKernel { Offsets, Gather, ScatterAdd, ScatterSet };
+
+/// "tgc_index_offsets", "tgc_gather_f32", "tgc_scatter_add_i64", ... (the offsets kernel's dtype is i64).
+std::string indexKernelName(IndexKernel kind, ir::DType dtype);
+/// The PTX of an index kernel.
+std::string emitIndexPtx(IndexKernel kind, ir::DType dtype, const std::string &gpuArch = "sm_90");
+/// An index kernel's simulated-device function, compiled for the host once per kind and dtype.
+SimIndexKernel compileSimIndexKernel(IndexKernel kind, ir::DType dtype);
 
 } // namespace tg::codegen

@@ -44,8 +44,10 @@
 #include "codegen/Kernel.h"
 
 #include <functional>
+#include <llvm/IR/IRBuilder.h>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace llvm {
 class Function;
@@ -75,9 +77,30 @@ void emitPtxReduction(llvm::Function &function, const KernelSpec &spec);
 llvm::Function *buildMatmulPtxKernel(llvm::Module &module, ir::DType dtype, const std::string &name);
 llvm::Function *buildMatmulSimKernel(llvm::Module &module, ir::DType dtype, const std::string &name);
 
+/// Grid-stride kernels (GridStrideKernel.cpp): `element` emits the work of element `index` (i64) from the
+/// parameters' values, in a loop over the elements [0, count) that a thread's grid-stride loop covers. The
+/// parameters are the 8-byte fields of a parameter buffer, each of a kind:
+///   NVPTX              void name(fields...), pointers to global memory
+///   simulated device   void name(ptr buffer, i64 block, i64 blockSize, i64 gridSize): the loops of the
+///   threads of
+///                      `block`, one after the other
+enum class ParameterKind { Integer, Pointer, Double };
+using GridStrideBody = std::function<void(llvm::IRBuilder<> &b, const std::vector<llvm::Value *> &parameters,
+                                          llvm::Value *index)>;
+llvm::Function *buildGridStridePtxKernel(llvm::Module &module, const std::string &name,
+                                         const std::vector<ParameterKind> &parameters, size_t countParameter,
+                                         const GridStrideBody &element);
+llvm::Function *buildGridStrideSimKernel(llvm::Module &module, const std::string &name,
+                                         const std::vector<ParameterKind> &parameters, size_t countParameter,
+                                         const GridStrideBody &element);
+
 /// Adds the PTX entry of the creation kernel of `kind` and `dtype` (Kernel.h) to `module`.
 llvm::Function *buildCreationPtxKernel(llvm::Module &module, ir::OpKind kind, ir::DType dtype,
                                        const std::string &name);
+
+/// Adds the PTX entry of the index kernel of `kind` and `dtype` (Kernel.h) to `module`.
+llvm::Function *buildIndexPtxKernel(llvm::Module &module, IndexKernel kind, ir::DType dtype,
+                                    const std::string &name);
 
 /// PTX for `gpuArch` of the module `build` fills (the kernels `names`, libdevice linked where they call it,
 /// optimized). Throws ir::UserError for an unknown architecture.

@@ -131,6 +131,11 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     return *dtype;
   };
   auto shapeArgument = [&](const Expr &expr) {
+    if (const auto *list = expr.as<ListExpr>())
+      for (const ExprPtr &element : list->elements)
+        if (dimensionName(*element, scope))
+          fail(element->loc, name + "() needs a shape known when the script is compiled; of the creation "
+                                    "functions, zeros, ones, full and arange take symbolic dimensions");
     std::vector<int64_t> shape = staticInts(expr, scope, "a shape");
     for (int64_t d : shape)
       if (d < 0) fail(expr.loc, "negative dimensions are not allowed: " + listString(shape));
@@ -163,6 +168,40 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
       std::iota(attrs.axes.begin(), attrs.axes.end(), 0);
     }
     return attrs;
+  };
+
+  // A shape list naming symbolic dimensions (zeros([n, 8])): each one's position and name, its static sizes
+  // (1 where a dimension stands), and the value made of those sizes with each dimension's zeros added.
+  auto symbolicSizes = [&](const Expr &expr) {
+    std::vector<std::pair<size_t, std::string>> symbols;
+    if (const auto *list = expr.as<ListExpr>())
+      for (size_t i = 0; i < list->elements.size(); ++i)
+        if (std::optional<std::string> symbol = dimensionName(*list->elements[i], scope))
+          symbols.emplace_back(i, *symbol);
+    return symbols;
+  };
+  auto staticSizes = [&](const Expr &expr) {
+    std::vector<int64_t> sizes;
+    for (const ExprPtr &element : expr.as<ListExpr>()->elements) {
+      sizes.push_back(dimensionName(*element, scope) ? 1 : staticInt(*element, scope, "a shape"));
+      if (sizes.back() < 0) fail(element->loc, "negative dimensions are not allowed");
+    }
+    return sizes;
+  };
+  auto withSizes = [&](TypedValue value, const std::vector<std::pair<size_t, std::string>> &symbols) {
+    size_t rank = value.value->type().rank();
+    DType dtype = value.value->type().dtype;
+    for (const auto &[position, symbol] : symbols) {
+      OpAttrs cast, others;
+      cast.dtype = dtype;
+      for (size_t d = 0; d < rank; ++d)
+        if (d != position) others.axes.push_back(static_cast<int64_t>(d));
+      ir::Value *zeros = apply(Op(OpKind::ZerosLike), {dimensionCarrier(symbol, loc)}, loc).value;
+      if (zeros->type().dtype != dtype) zeros = apply(Op(OpKind::Cast, cast), {zeros}, loc).value;
+      if (!others.axes.empty()) zeros = apply(Op(OpKind::ExpandDims, others), {zeros}, loc).value;
+      value = apply(Op(dtype == DType::Bool ? OpKind::Or : OpKind::Add), {value.value, zeros}, loc);
+    }
+    return value;
   };
 
   if (auto dtype = ir::parseDType(name)) {
@@ -363,13 +402,15 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
   case OpKind::Zeros:
   case OpKind::Ones: {
     OpAttrs attrs;
-    attrs.shape = shapeArgument(args.at(0));
+    std::vector<std::pair<size_t, std::string>> symbols = symbolicSizes(args.at(0));
+    attrs.shape = symbols.empty() ? shapeArgument(args.at(0)) : staticSizes(args.at(0));
     attrs.dtype = dtypeArgument(args.get("dtype"), DType::F32);
-    return apply(Op(kind, attrs), {}, loc);
+    return withSizes(apply(Op(kind, attrs), {}, loc), symbols);
   }
   case OpKind::Full: {
     OpAttrs attrs;
-    attrs.shape = shapeArgument(args.at(0));
+    std::vector<std::pair<size_t, std::string>> symbols = symbolicSizes(args.at(0));
+    attrs.shape = symbols.empty() ? shapeArgument(args.at(0)) : staticSizes(args.at(0));
     ir::Number value = staticNumber(args.at(1), scope, "a fill value");
     DType fallback = args.at(1).as<BoolExpr>() ? DType::Bool : value.isInteger ? DType::I64 : DType::F32;
     attrs.dtype = dtypeArgument(args.get("dtype"), fallback);
@@ -377,7 +418,7 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
       fail(args.at(1).loc,
            "full(): the fill value " + value.str() + " does not fit " + ir::dtypeName(attrs.dtype));
     attrs.scalars = {value};
-    return apply(Op(kind, attrs), {}, loc);
+    return withSizes(apply(Op(kind, attrs), {}, loc), symbols);
   }
   case OpKind::Eye: {
     int64_t n = staticInt(args.at(0), scope, "a size");
@@ -389,6 +430,17 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     return apply(Op(kind, attrs), {}, loc);
   }
   case OpKind::Arange: {
+    for (const char *bound : {"stop", "step"})
+      if (const Expr *given = args.get(bound); given && dimensionName(*given, scope))
+        fail(given->loc, "arange() takes a symbolic dimension alone: arange(n), then add or scale it");
+    if (std::optional<std::string> length = dimensionName(args.at(0), scope)) { // arange(n): 0, 1, ..., n - 1
+      if (args.get("stop") || args.get("step"))
+        fail(args.at(0).loc, "arange() takes a symbolic dimension alone: arange(n), then add or scale it");
+      OpAttrs attrs;
+      attrs.scalars = {ir::Number::ofInt(0), ir::Number::ofInt(0), ir::Number::ofInt(1)};
+      attrs.dtype = dtypeArgument(args.get("dtype"), DType::I64);
+      return apply(Op(kind, attrs), {dimensionCarrier(*length, args.at(0).loc)}, loc);
+    }
     ir::Number first = staticNumber(args.at(0), scope, "arange's bounds");
     ir::Number start = ir::Number::ofInt(0), stop = first, step = ir::Number::ofInt(1);
     if (const Expr *stopArg = args.get("stop")) {

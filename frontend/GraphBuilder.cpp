@@ -151,6 +151,9 @@ void GraphBuilder::statement(const Stmt &stmt, ModuleScope &module, bool isScrip
       ir::TensorType type = declaredType(input.type, /*isParam=*/false);
       ir::Value *value = program_->graph.addInput(type, input.name.name);
       program_->inputs.push_back({input.name.name, value, input.name.loc});
+      for (size_t axis = 0; axis < type.rank(); ++axis)
+        if (!type.shape[axis].isStatic())
+          dimensions_.try_emplace(type.shape[axis].symbol(), DimensionSource{value, axis});
       Binding binding;
       binding.kind = Binding::Kind::Tensor;
       binding.tensor = {value, false};
@@ -524,6 +527,15 @@ TypedValue GraphBuilder::evaluate(const Expr &expr, const Scope &scope) {
 
 TypedValue GraphBuilder::evaluateName(const NameExpr &expr, const Scope &scope) {
   const Binding *binding = scope.find(expr.name);
+  if (!binding && dimensions_.count(expr.name)) { // a symbolic dimension: its size, an integer as Python's
+    if (graph_ != &program_->graph)
+      fail(expr.loc, "a param's initial value cannot use the dimension '" + expr.name +
+                         "': its size is known only when the script runs");
+    const DimensionSource &source = dimensions_.at(expr.name);
+    OpAttrs axis;
+    axis.axes = {static_cast<int64_t>(source.axis)};
+    return {apply(Op(OpKind::DimSize, axis), {source.input}, expr.loc).value, true};
+  }
   if (!binding) {
     if (isBuiltin(expr.name))
       fail(expr.loc, "'" + expr.name + "' is a builtin function; call it with arguments");
@@ -661,6 +673,25 @@ TypedValue GraphBuilder::callFunction(const Binding &function, const CallExpr &c
   for (const auto &let : def.body)
     bindLet(*let, body);
   return evaluateTensor(*def.result, body, "a function result");
+}
+
+std::optional<std::string> GraphBuilder::dimensionName(const Expr &expr, const Scope &scope) const {
+  const auto *name = expr.as<NameExpr>();
+  if (!name || scope.find(name->name) || !dimensions_.count(name->name)) return std::nullopt;
+  return name->name;
+}
+
+ir::Value *GraphBuilder::dimensionCarrier(const std::string &name, const SourceLoc &loc) {
+  if (graph_ != &program_->graph)
+    fail(loc, "a param's initial value cannot use the dimension '" + name +
+                  "': its size is known only when the script runs");
+  const DimensionSource &source = dimensions_.at(name);
+  if (source.input->type().rank() == 1) return source.input;
+  OpAttrs attrs;
+  attrs.slices.resize(source.input->type().rank());
+  for (size_t d = 0; d < attrs.slices.size(); ++d)
+    attrs.slices[d].isIndex = d != source.axis; // index 0 (its start)
+  return apply(Op(OpKind::Slice, attrs), {source.input}, loc).value;
 }
 
 // ---- Static arguments

@@ -113,6 +113,12 @@ public:
   /// grad(cost, wrt...): one gradient per wrt (Gradient.h builds them into the current graph).
   std::vector<TypedValue> gradients(const CallExpr &call, const Scope &scope);
 
+  // Symbolic dimensions as values (GraphBuilder.cpp): a name no binding holds but an input's dimension.
+  /// The dimension `expr` names, when it is such a name.
+  std::optional<std::string> dimensionName(const Expr &expr, const Scope &scope) const;
+  /// A 1-D value whose length is the dimension's size: the input that binds it, at index 0 on its other axes.
+  ir::Value *dimensionCarrier(const std::string &name, const SourceLoc &loc);
+
   // Indexing (Indexing.cpp).
   IndexPlan planIndex(const IndexExpr &expr, const Scope &scope);
   IndexValues applyIndex(const IndexPlan &plan, const SourceLoc &loc);
@@ -156,6 +162,12 @@ private:
   std::vector<const DefStmt *> callStack_;
   std::vector<std::unique_ptr<Scope>> callScopes_;
   uint64_t nextSeed_ = 0;
+  /// Each symbolic dimension's first input and axis, in the order inputs are declared.
+  struct DimensionSource {
+    ir::Value *input;
+    size_t axis;
+  };
+  std::unordered_map<std::string, DimensionSource> dimensions_;
   /// Where each weak literal's constant was written, for an error when it does not fit the dtype it takes.
   std::unordered_map<const ir::Value *, SourceLoc> literalLocs_;
 };

@@ -200,19 +200,21 @@ TypedValue GraphBuilder::updateIndex(const CallExpr &call, const Scope &scope, b
     fail(call.args[1]->loc, std::string(name) + "(): cannot write " + ir::dtypeName(from) + " values into " +
                                 x.str() + "; convert them first, e.g. " + ir::dtypeName(x.dtype) + "(v)");
   ir::Value *update = convert(value, x.dtype, call.args[1]->loc);
+  OpKind plus = x.dtype == DType::Bool ? OpKind::Or : OpKind::Add; // NumPy's add of bools
   auto fits = ir::broadcastShapes(update->type().shape, selected.shape);
   if (!fits || *fits != selected.shape)
     fail(call.args[1]->loc,
          std::string(name) + "(): a value of shape " + ir::shapeString(update->type().shape) +
              " cannot be broadcast to the selected shape " + ir::shapeString(selected.shape));
-  // Broadcast to the selected shape where it has fewer axes or a 1 against another size: by the selected
-  // static sizes, or by adding zeros of its shape. (A symbol against another size is checked when it runs.)
+  // The scatters and set_slice broadcast the value to what they select; axes that `None` added to the result
+  // are dropped from it first, so there it is broadcast to the selected shape (by its static sizes, or by
+  // adding zeros of it). A symbol against another size is checked when it runs.
   const ir::Shape &shape = update->type().shape;
   size_t missing = selected.rank() - shape.size();
   bool broadcasts = missing > 0;
   for (size_t d = 0; d < shape.size(); ++d)
     broadcasts = broadcasts || (shape[d].isOne() && !selected.shape[missing + d].isOne());
-  if (broadcasts) {
+  if (broadcasts && !plan.addedLast.empty()) {
     bool isStatic = std::all_of(selected.shape.begin(), selected.shape.end(),
                                 [](const ir::Dim &d) { return d.isStatic(); });
     OpAttrs to;
@@ -220,8 +222,8 @@ TypedValue GraphBuilder::updateIndex(const CallExpr &call, const Scope &scope, b
       to.shape.push_back(d.size());
     update = isStatic
                  ? apply(Op(OpKind::BroadcastTo, to), {update}, call.loc).value
-                 : apply(Op(OpKind::Add),
-                         {apply(Op(OpKind::ZerosLike), {values.result}, call.loc).value, update}, call.loc)
+                 : apply(Op(plus), {apply(Op(OpKind::ZerosLike), {values.result}, call.loc).value, update},
+                         call.loc)
                        .value;
   }
   // Each step back: the added axes (of size 1) dropped, the gathered positions scattered into the moved
@@ -235,7 +237,7 @@ TypedValue GraphBuilder::updateIndex(const CallExpr &call, const Scope &scope, b
         apply(Op(add ? OpKind::ScatterAdd : OpKind::ScatterSet, axesAttrs({plan.gatherAxis})), inputs, loc)
             .value;
   } else if (add) {
-    update = apply(Op(OpKind::Add), {values.moved, update}, loc).value;
+    update = apply(Op(plus), {values.moved, update}, loc).value;
   }
   if (!plan.perm.empty()) {
     std::vector<int64_t> inverse(plan.perm.size());

@@ -140,9 +140,15 @@ bool sameSizes(const Shape &a, const Shape &b) {
   return true;
 }
 
+/// Whether `from` broadcasts to a shape that can be `to` (sameSizes): a scatter's or set_slice's update.
+bool broadcastsTo(const Shape &from, const Shape &to) {
+  auto shape = from.size() <= to.size() ? broadcastShapes(from, to) : std::nullopt;
+  return shape && sameSizes(*shape, to);
+}
+
 /// gather(x, i0, ..., ik-1): x's shape with axes a .. a+k-1 replaced by the indices' broadcast shape; along
 /// an axis (keepdims), x's shape broadcast with the index's, the axis's size the index's. scatter_add and
-/// scatter_set(x, update, i0, ...): x's type, the update having the shape gather would give.
+/// scatter_set(x, update, i0, ...): x's type, the update broadcasting to the shape gather would give.
 TensorType indexingType(const Op &op, const std::vector<TensorType> &inputs) {
   bool scatter = op.kind() != OpKind::Gather;
   const TensorType &x = inputs.at(0);
@@ -177,7 +183,7 @@ TensorType indexingType(const Op &op, const std::vector<TensorType> &inputs) {
     gathered.insert(gathered.end(), x.shape.begin() + static_cast<ptrdiff_t>(axis + k), x.shape.end());
   }
   if (!scatter) return {x.dtype, gathered, x.place};
-  TG_ASSERT(inputs[1].dtype == x.dtype && sameSizes(inputs[1].shape, gathered))
+  TG_ASSERT(inputs[1].dtype == x.dtype && broadcastsTo(inputs[1].shape, gathered))
       << op.name() << ": an update of " << inputs[1].str() << " for " << shapeString(gathered);
   return x;
 }
@@ -466,6 +472,9 @@ std::string Op::attrString() const {
   case OpKind::Cumsum:
     if (!a.axes.empty()) parts.push_back("axis=" + std::to_string(a.axes[0]));
     break;
+  case OpKind::DimSize:
+    parts.push_back("axis=" + std::to_string(a.axes.at(0)));
+    break;
   case OpKind::Gather:
   case OpKind::ScatterAdd:
   case OpKind::ScatterSet:
@@ -600,6 +609,10 @@ TensorType inferHostType(const Op &op, const std::vector<TensorType> &inputs) {
   case FusionKind::Creation:
     if (op.kind() == OpKind::ZerosLike || op.kind() == OpKind::OnesLike)
       return {inputs[0].dtype, inputs[0].shape, inputs[0].place};
+    if (op.kind() == OpKind::Arange && !inputs.empty()) {
+      TG_ASSERT(inputs[0].rank() >= 1) << "arange: its length from " << inputs[0].str();
+      return {attrs.dtype, {inputs[0].shape[0]}, Place::Host};
+    }
     for (int64_t d : attrs.shape)
       if (d < 0)
         fail(std::string(op.name()) + ": negative dimensions are not allowed: " + listString(attrs.shape));
@@ -615,9 +628,13 @@ TensorType inferHostType(const Op &op, const std::vector<TensorType> &inputs) {
   case OpKind::ScatterAdd:
   case OpKind::ScatterSet:
     return indexingType(op, inputs);
+  case OpKind::DimSize:
+    TG_ASSERT(static_cast<size_t>(attrs.axes.at(0)) < input.rank())
+        << "dim_size of axis " << attrs.axes[0] << " of " << input.str();
+    return {DType::I64, {}, input.place};
   case OpKind::SetSlice: {
     TensorType region = sliceType(Op(OpKind::Slice, attrs), input);
-    TG_ASSERT(inputs[1].dtype == input.dtype && sameSizes(inputs[1].shape, region.shape))
+    TG_ASSERT(inputs[1].dtype == input.dtype && broadcastsTo(inputs[1].shape, region.shape))
         << "set_slice: an update of " << inputs[1].str() << " for " << region.str();
     return input;
   }

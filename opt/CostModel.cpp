@@ -243,10 +243,13 @@ double CostModel::flops(const ir::Node &node) const {
 }
 
 double CostModel::memoryBytes(const ir::Node &node) const {
-  if (ir::isView(node.op().kind())) return 0;
+  OpKind kind = node.op().kind();
+  if (ir::isView(kind)) return 0;
   double total = bytes(node.output()->type());
+  // zeros_like, ones_like, dim_size and arange read their input's shape, not its elements.
+  bool readsShapeOnly = ir::opInfo(kind).fusion == ir::FusionKind::Creation || kind == OpKind::DimSize;
   for (const ir::Value *input : node.inputs())
-    if (!input->type().isScalar()) total += bytes(input->type());
+    if (!input->type().isScalar() && !readsShapeOnly) total += bytes(input->type());
   return total;
 }
 

@@ -111,6 +111,25 @@ Value *sumOfBroadcast(RewriteContext &c, Node *n) {
   return c.broadcastLike(n, partial);
 }
 
+/// The scatter_add that `value` is when it adds into zeros (zeros_like, or a constant of zeros): a gradient
+/// of a gather, or inc_subtensor of zeros; else nullptr.
+Node *scatterIntoZeros(const Value *value) {
+  Node *scatter = RewriteContext::producer(value, OpKind::ScatterAdd);
+  if (!scatter) return nullptr;
+  const Value *base = scatter->input(0);
+  std::optional<double> uniform = RewriteContext::uniformValue(base);
+  bool zeros = RewriteContext::producer(base, OpKind::ZerosLike) || (uniform && *uniform == 0);
+  return zeros ? scatter : nullptr;
+}
+
+/// scatter_add(base, update, the indices of `scatter`), with `scatter`'s attributes.
+Value *scatterAdd(RewriteContext &c, const Node *scatter, Value *base, Value *update) {
+  std::vector<Value *> inputs{base, update};
+  for (size_t i = 2; i < scatter->inputs().size(); ++i)
+    inputs.push_back(scatter->input(i));
+  return c.make(OpKind::ScatterAdd, std::move(inputs), scatter->op().attrs());
+}
+
 } // namespace
 
 std::vector<RewriteRule> specializeRules() {
@@ -237,6 +256,50 @@ std::vector<RewriteRule> specializeRules() {
       // not
       // for inf).
       {"sum(broadcast_to(x)) -> sum(x) * count", {OpKind::Sum}, sumOfBroadcast},
+
+      // ---- sparse updates ----
+
+      // Adding a scatter into zeros (a gather's gradient) to x scatters into x instead: the work of the rows
+      // indexed, not of all of x (an embedding table's update, E - rate * gE, touches the rows a batch read).
+      // Floats within rounding (x + (g1 + g2) becomes (x + g1) + g2), integers exact.
+      {"x + scatter_add(0, g, i) -> scatter_add(x, g, i)",
+       {OpKind::Add},
+       [](RewriteContext &c, Node *n) -> Value * {
+         for (size_t k : {0u, 1u})
+           if (Node *scatter = scatterIntoZeros(n->input(k)))
+             if (Value *x = c.ifSameType(n, n->input(1 - k)))
+               return scatterAdd(c, scatter, x, scatter->input(1));
+         return nullptr;
+       }},
+      // Exact as x + scatter_add(0, -g, i) (negation is exact), within rounding of the subtraction.
+      {"x - scatter_add(0, g, i) -> scatter_add(x, -g, i)",
+       {OpKind::Sub},
+       [](RewriteContext &c, Node *n) -> Value * {
+         Node *scatter = scatterIntoZeros(n->input(1));
+         Value *x = c.ifSameType(n, n->input(0));
+         if (!scatter || !x || n->output()->type().dtype == DType::Bool) return nullptr;
+         return scatterAdd(c, scatter, x, c.make(OpKind::Neg, {scatter->input(1)}));
+       }},
+      // A finite constant factor moves onto the update, so that the sums above can form (rate * gE): c * 0
+      // stays 0 where nothing is added (not so for an infinite or NaN c). Exact where no index repeats;
+      // within
+      // rounding of the sums where one does (c * (g1 + g2) becomes c * g1 + c * g2).
+      {"c * scatter_add(0, g, i) -> scatter_add(0, c * g, i)",
+       {OpKind::Mul},
+       [](RewriteContext &c, Node *n) -> Value * {
+         for (size_t k : {0u, 1u}) {
+           Node *scatter = scatterIntoZeros(n->input(k));
+           Value *factor = n->input(1 - k);
+           std::optional<double> constant = RewriteContext::uniformValue(factor);
+           if (!scatter || !factor->type().isScalar() || !constant || !std::isfinite(*constant) ||
+               !c.ifSameType(n, scatter->output()))
+             continue;
+           Value *update = c.make(OpKind::Mul, {factor, scatter->input(1)});
+           if (update->type() != scatter->input(1)->type()) return nullptr;
+           return scatterAdd(c, scatter, scatter->input(0), update);
+         }
+         return nullptr;
+       }},
   };
 }
 

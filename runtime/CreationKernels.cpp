@@ -14,6 +14,7 @@ namespace {
 
 std::vector<int64_t> creationShape(const ir::Op &op, const std::vector<Tensor> &inputs) {
   if (op.kind() == OpKind::ZerosLike || op.kind() == OpKind::OnesLike) return inputs[0].shape();
+  if (op.kind() == OpKind::Arange && !inputs.empty()) return {inputs[0].shape().at(0)};
   return op.attrs().shape; // arange's is its length
 }
 
@@ -112,6 +113,12 @@ ArangeTerms arangeTerms(const ir::OpAttrs &attrs, ir::DType dtype) {
     }
   });
   return terms;
+}
+
+Tensor dimSizeKernel(const ir::Op &op, const Tensor &input) {
+  Tensor out = Tensor::empty(ir::DType::I64, {});
+  *out.data<int64_t>() = input.shape().at(static_cast<size_t>(op.attrs().axes.at(0)));
+  return out;
 }
 
 Tensor creationKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype) {

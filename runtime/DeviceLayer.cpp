@@ -116,13 +116,15 @@ Tensor DeviceLayer::run(const ir::Node &node, const std::vector<Tensor> &argumen
     return elementwise(*step.fused->attrs().body, {value}, op.attrs().shape);
   }
   case DeviceStep::Kind::Creation:
-    return createByIndex(op, dtype);
+    return createByIndex(op, inputs, dtype);
   case DeviceStep::Kind::View: // no element is read
     return runOp(op, inputs, {node.output()->type()}).at(0);
   case DeviceStep::Kind::Reshape:
     return runOp(op, {contiguous(inputs[0])}, {node.output()->type()}).at(0);
   case DeviceStep::Kind::Join:
     return join(op, inputs);
+  case DeviceStep::Kind::Index:
+    return index(node, inputs);
   }
   TG_ASSERT(false) << "no device step for " << op.name();
   return {};
@@ -274,8 +276,10 @@ Tensor DeviceLayer::reduce(const ir::Op &op, const std::vector<Tensor> &inputs, 
 }
 
 /// eye, arange, rand, randn: the creation kernel over the op's shape.
-Tensor DeviceLayer::createByIndex(const ir::Op &op, ir::DType dtype) {
-  Tensor out = allocate(dtype, op.attrs().shape);
+Tensor DeviceLayer::createByIndex(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype) {
+  // arange of an input takes its length from the input's first axis.
+  Tensor out =
+      allocate(dtype, inputs.empty() ? op.attrs().shape : std::vector<int64_t>{inputs[0].shape().at(0)});
   int64_t count = out.numElements();
   if (count == 0) return out;
   CreationKernelLaunch kernel{op.kind(), dtype, elementwiseGrid(count, multiprocessors_), {}};
@@ -290,6 +294,84 @@ Tensor DeviceLayer::createByIndex(const ir::Op &op, ir::DType dtype) {
     args.p0 = terms.first, args.p1 = terms.step, args.x0 = terms.floatFirst, args.x1 = terms.floatStep;
   }
   issue(codegen::creationKernelName(op.kind(), dtype), kernel.grid, [&] { launch(kernel); });
+  return out;
+}
+
+/// Traces and counts an index kernel's launch; the offsets kernel's error report read back and thrown.
+void DeviceLayer::issue(const IndexKernelLaunch &index) {
+  issue(codegen::indexKernelName(index.kind, index.dtype), index.grid, [&] { launch(index); });
+}
+
+/// gather, scatter_add, scatter_set, set_slice: the offsets of the index positions (uploaded where they
+/// depend on shapes alone, then each index array's part added by the offsets kernel), then the op's index
+/// kernel over them, a scatter writing into a device copy of x.
+Tensor DeviceLayer::index(const ir::Node &node, const std::vector<Tensor> &inputs) {
+  using codegen::IndexKernel;
+  const ir::Op &op = node.op();
+  OpKind kind = op.kind();
+  ir::DType dtype = node.output()->type().dtype;
+  Tensor x = contiguous(inputs[0]), out = x;
+  if (kind != OpKind::Gather) { // the scatters write into a copy of x
+    out = allocate(dtype, x.shape());
+    if (size_t bytes = byteSize(x)) {
+      if (trace_) trace_->line("d2d " + std::to_string(bytes));
+      copyOnDevice(addressOf(out), addressOf(x), bytes);
+    }
+  }
+  IndexLayout layout;
+  std::vector<Tensor> indices;
+  if (kind == OpKind::SetSlice) {
+    layout = regionLayout(sliceView(out, op.attrs().slices), out.offset());
+  } else {
+    indices.assign(inputs.begin() + (kind == OpKind::Gather ? 1 : 2), inputs.end());
+    std::vector<std::vector<int64_t>> indexShapes;
+    for (const Tensor &index : indices)
+      indexShapes.push_back(index.shape());
+    layout = indexLayout(op, x.shape(), indexShapes);
+  }
+  Tensor update =
+      kind == OpKind::Gather ? Tensor() : contiguous(broadcastUpdate(op, inputs[1], layout.shape));
+  int64_t count = layout.outer * layout.positions * layout.inner;
+  if (kind == OpKind::Gather) out = allocate(dtype, layout.shape);
+  if (count == 0) return out;
+  Tensor offsets = allocate(ir::DType::I64, {layout.positions});
+  if (!layout.baseOffsets.empty())
+    toDevice(addressOf(offsets), layout.baseOffsets.data(), layout.baseOffsets.size() * sizeof(int64_t));
+  for (size_t i = 0; i < indices.size(); ++i) {
+    const IndexLayout::Index &axis = layout.indices[i];
+    ir::ScalarGraph toI64; // the index, i64 over the positions' shape, in C order
+    toI64.inputDtypes = {indices[i].dtype()};
+    toI64.body.push_back({OpKind::Cast, ir::DType::I64, {0}, 0});
+    Tensor values = elementwise(toI64, {indices[i]}, layout.indexShape);
+    Tensor report = allocate(ir::DType::I64, {2});
+    const int64_t clear[2] = {0, 0};
+    toDevice(addressOf(report), clear, sizeof clear);
+    IndexKernelLaunch launch{
+        IndexKernel::Offsets, ir::DType::I64, elementwiseGrid(layout.positions, multiprocessors_), {}};
+    codegen::IndexArgs &args = launch.args;
+    args.count = layout.positions;
+    args.output = offsets.rawData();
+    args.input = values.rawData();
+    args.size = axis.size;
+    args.stride = axis.stride;
+    args.accumulate = i > 0 || !layout.baseOffsets.empty();
+    args.error = report.data<int64_t>();
+    issue(launch);
+    int64_t outside[2];
+    toHost(outside, addressOf(report), sizeof outside);
+    if (outside[0]) throw indexOutOfRange(outside[1], axis.axis, axis.size);
+  }
+  IndexKernelLaunch launch{
+      indexKernels(node).back().first, dtype, elementwiseGrid(count, multiprocessors_), {}};
+  codegen::IndexArgs &args = launch.args;
+  args.count = count;
+  args.output = out.rawData();
+  args.input = kind == OpKind::Gather ? x.rawData() : update.rawData();
+  args.offsets = offsets.data<int64_t>();
+  args.positions = layout.positions;
+  args.inner = layout.inner;
+  args.rowElements = layout.rowElements;
+  issue(launch);
   return out;
 }
 

@@ -17,6 +17,11 @@
 //   eye, arange, rand, randn       the creation kernels (codegen/Kernel.h): each element from its index
 //   transpose, broadcast_to,       views of device memory (reshape of a non-contiguous value copies it with
 //   slice, reshape                 a generated kernel first)
+//   gather, scatter_add,           the index kernels (codegen/Kernel.h): each index array made i64 and
+//   scatter_set, set_slice         contiguous by a generated kernel, its offsets added by the offsets kernel
+//                                  (an index out of range read back as an error), then the gather or the
+//                                  scatter into a device copy of x (atomic adds); set_slice's region offsets
+//                                  are computed on the host and uploaded
 //
 // Ops that Ops.def marks host-only (sort, argsort, cumsum) have no step: placement keeps them on the host.
 //
@@ -65,6 +70,15 @@ struct CreationKernelLaunch {
   ir::DType dtype = ir::DType::F32;
   Grid grid;
   codegen::CreationArgs args{};
+};
+
+/// A launch of the index kernel of `kind` and `dtype` (codegen/Kernel.h's index kernels), its parameters the
+/// fields of `args`, whose pointers are device addresses.
+struct IndexKernelLaunch {
+  codegen::IndexKernel kind = codegen::IndexKernel::Gather;
+  ir::DType dtype = ir::DType::F32;
+  Grid grid;
+  codegen::IndexArgs args{};
 };
 
 /// c (n x m, row-major, leading dimension m) = op(a) (n x k) @ op(b) (k x m), row-major operands with leading
@@ -140,6 +154,7 @@ protected:
   virtual void launch(const FusedKernelLaunch &launch) = 0;
   virtual void launch(const MatmulKernelLaunch &launch) = 0;
   virtual void launch(const CreationKernelLaunch &launch) = 0;
+  virtual void launch(const IndexKernelLaunch &launch) = 0;
   /// Whether gemm() takes `dtype` (f32 and f64 where a BLAS is there).
   virtual bool hasGemm(ir::DType dtype) const = 0;
   virtual void gemm(const Gemm &gemm) = 0;
@@ -159,7 +174,9 @@ private:
   Tensor argReduce(const ir::Op &op, Tensor x);
   Tensor matmul(const Tensor &left, const Tensor &right, ir::DType dtype);
   void multiply(const Tensor &a, const Tensor &b, DeviceAddress c, ir::DType dtype);
-  Tensor createByIndex(const ir::Op &op, ir::DType dtype);
+  Tensor createByIndex(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype);
+  Tensor index(const ir::Node &node, const std::vector<Tensor> &inputs);
+  void issue(const IndexKernelLaunch &index);
   struct PackedArgs;
   PackedArgs pack(const codegen::KernelArgs &args, size_t numInputs, bool strided);
   FusedKernelLaunch fusedLaunch(const codegen::KernelSpec &spec, const Grid &grid, int64_t count,

@@ -78,6 +78,11 @@ DeviceStep::Kind deviceStepKind(OpKind kind) {
   case OpKind::Concat:
   case OpKind::Stack:
     return Kind::Join;
+  case OpKind::Gather:
+  case OpKind::ScatterAdd:
+  case OpKind::ScatterSet:
+  case OpKind::SetSlice:
+    return Kind::Index;
   default:
     TG_ASSERT(ir::isView(kind)) << "the device plan has no step for " << info.name;
     return Kind::View;
@@ -113,6 +118,18 @@ DeviceStep planDeviceStep(const ir::Node &node) {
   default:
     return {kind, nullptr, false};
   }
+}
+
+std::vector<std::pair<codegen::IndexKernel, ir::DType>> indexKernels(const ir::Node &node) {
+  using codegen::IndexKernel;
+  std::vector<std::pair<IndexKernel, ir::DType>> kernels;
+  OpKind kind = node.op().kind();
+  if (kind != OpKind::SetSlice) kernels.emplace_back(IndexKernel::Offsets, ir::DType::I64);
+  IndexKernel own = kind == OpKind::Gather       ? IndexKernel::Gather
+                    : kind == OpKind::ScatterAdd ? IndexKernel::ScatterAdd
+                                                 : IndexKernel::ScatterSet;
+  kernels.emplace_back(own, node.output()->type().dtype);
+  return kernels;
 }
 
 Grid elementwiseGrid(int64_t count, unsigned multiprocessors) {

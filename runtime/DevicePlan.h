@@ -9,6 +9,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
+#include <vector>
+
+namespace tg::codegen {
+enum class IndexKernel;
+} // namespace tg::codegen
 
 namespace tg::runtime {
 
@@ -31,6 +37,8 @@ struct DeviceStep {
     View,                // transpose, broadcast_to, slice: a view of device memory, no element read
     Reshape,             // a view of the input, copied to C order first when it is not
     Join,                // concat, stack: device-to-device copies of the parts
+    Index,               // gather, scatter_add, scatter_set, set_slice: the offsets kernel per index array,
+                         // then the index kernel of the op (codegen/Kernel.h); a scatter into a copy of x
   };
   Kind kind;
   /// Kernel, Reduction, Fill, Broadcast: a device fused op whose body is the kernel's program (the node's own
@@ -47,6 +55,10 @@ struct DeviceStep {
 DeviceStep::Kind deviceStepKind(ir::OpKind kind);
 /// What `node`, placed on a device, becomes: deviceStepKind, and the kernel's program where it has one.
 DeviceStep planDeviceStep(const ir::Node &node);
+
+/// The index kernels an Index step launches (codegen/Kernel.h): the offsets kernel where the op has index
+/// arrays (once per array), then the op's own.
+std::vector<std::pair<codegen::IndexKernel, ir::DType>> indexKernels(const ir::Node &node);
 
 /// Whether a kernel of `body` can fail: an integer pow, whose negative exponents are errors.
 bool kernelCanFail(const ir::ScalarGraph &body);

@@ -65,7 +65,34 @@ struct ArangeTerms {
   double floatFirst = 0, floatStep = 0;
 };
 ArangeTerms arangeTerms(const ir::OpAttrs &attrs, ir::DType dtype);
+/// dim_size: the size of an axis of its input, as a 0-d i64 (runtime/CreationKernels.cpp).
+Tensor dimSizeKernel(const ir::Op &op, const Tensor &input);
 Tensor sortKernel(const ir::Op &op, const Tensor &input, ir::DType dtype);
+/// Where an indexing op reads or writes in a C-order x (runtime/IndexKernels.cpp; the device layer's too):
+/// `outer` rows of `rowElements` before the indexed axes; per row, `positions` index positions (indexShape,
+/// in C order), position j at offset baseOffsets[j] (0 when empty) plus, for each index array, its value at j
+/// (made non-negative) times its stride; at each, a block of `inner` contiguous elements. `shape`: the
+/// gathered shape.
+struct IndexLayout {
+  struct Index {
+    size_t axis;
+    int64_t size, stride;
+  };
+  std::vector<int64_t> shape, indexShape, baseOffsets;
+  std::vector<Index> indices;
+  int64_t outer = 1, rowElements = 0, inner = 1, positions = 1;
+};
+/// A gather's or scatter's layout, for an x of `shape` and index arrays of `indexShapes`.
+IndexLayout indexLayout(const ir::Op &op, const std::vector<int64_t> &shape,
+                        const std::vector<std::vector<int64_t>> &indexShapes);
+/// The layout of a strided region of a contiguous tensor whose elements start at `base`: one row, no index,
+/// an offset per position.
+IndexLayout regionLayout(const Tensor &region, int64_t base);
+/// A scatter's or set_slice's update viewed broadcast to the selected `shape`, or a UserError when it does
+/// not broadcast.
+Tensor broadcastUpdate(const ir::Op &op, const Tensor &update, const std::vector<int64_t> &shape);
+/// "index 7 is out of bounds for axis 0 with size 4".
+ir::UserError indexOutOfRange(int64_t index, size_t axis, int64_t size);
 /// gather, scatter_add, scatter_set and set_slice (runtime/IndexKernels.cpp); `reuseInputs` as runOp's.
 Tensor indexingKernel(const ir::Op &op, const std::vector<Tensor> &inputs, bool reuseInputs);
 /// Python's slicing as a view: one SliceSpec per leading axis, an index drops its axis, negative positions

@@ -39,7 +39,7 @@ size_t normalizeAxis(int64_t axis, size_t rank) {
 
 Tensor runKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype, bool reuseInputs) {
   int arity = op.info().arity;
-  TG_ASSERT(arity < 0 ? !inputs.empty() || op.kind() == OpKind::Fused
+  TG_ASSERT(arity < 0 ? !inputs.empty() || op.kind() == OpKind::Fused || op.kind() == OpKind::Arange
                       : inputs.size() == static_cast<size_t>(arity))
       << op.name() << " given " << inputs.size() << " inputs";
   switch (op.info().fusion) {
@@ -63,6 +63,8 @@ Tensor runKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType 
   case OpKind::Argsort:
   case OpKind::Cumsum:
     return sortKernel(op, inputs[0], dtype);
+  case OpKind::DimSize:
+    return dimSizeKernel(op, inputs[0]);
   case OpKind::Gather:
   case OpKind::ScatterAdd:
   case OpKind::ScatterSet:

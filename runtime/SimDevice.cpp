@@ -53,7 +53,8 @@ constexpr size_t kBytesPerThread = size_t(1) << 20;
 
 /// Runs block(0), ..., block(blocks - 1), the blocks of a grid, split between the host's threads when the
 /// grid covers at least `elements` worth sharing, as a GPU runs its blocks side by side; returns the first
-/// nonzero code of a block, in block order (kKernelOk when none). Blocks write disjoint memory.
+/// nonzero code of a block, in block order (kKernelOk when none). Blocks write disjoint memory, or atomically
+/// (scatter_add), or any one of their stores may stay (scatter_set).
 int32_t runGrid(int64_t blocks, int64_t elements, const std::function<int32_t(int64_t)> &block) {
   int64_t parts =
       std::clamp<int64_t>(elements / kElementsPerThread, 1, std::min<int64_t>(blocks, hostThreads()));
@@ -130,6 +131,14 @@ private:
 
   void launch(const CreationKernelLaunch &launch) override {
     codegen::SimCreationKernel kernel = codegen::compileSimCreationKernel(launch.kind, launch.dtype);
+    runGrid(launch.grid.blocksX, launch.args.count, [&](int64_t block) {
+      kernel(&launch.args, block, launch.grid.threadsX, launch.grid.blocksX);
+      return codegen::kKernelOk;
+    });
+  }
+
+  void launch(const IndexKernelLaunch &launch) override {
+    codegen::SimIndexKernel kernel = codegen::compileSimIndexKernel(launch.kind, launch.dtype);
     runGrid(launch.grid.blocksX, launch.args.count, [&](int64_t block) {
       kernel(&launch.args, block, launch.grid.threadsX, launch.grid.blocksX);
       return codegen::kKernelOk;

@@ -312,7 +312,8 @@ template <typename T>
 void splitRows(StridedMatrix<T> a, StridedMatrix<T> b, T *c, int64_t n, int64_t m, int64_t k) {
   double work =
       static_cast<double>(n) * static_cast<double>(m) * static_cast<double>(std::max<int64_t>(k, 1));
-  int64_t threads = std::min<int64_t>({hostThreads(), static_cast<int64_t>(work / kMultiplyAddsPerThread), n});
+  int64_t threads =
+      std::min<int64_t>({hostThreads(), static_cast<int64_t>(work / kMultiplyAddsPerThread), n});
   if (threads <= 1) return dispatch(a, b, c, n, m, k);
   parallelFor(threads, [&](int64_t t) {
     int64_t begin = n * t / threads, end = n * (t + 1) / threads;

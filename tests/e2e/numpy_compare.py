@@ -120,9 +120,11 @@ class Group:
         return dtype if array.ndim == 0 else "%s[%s]" % (dtype, ", ".join(str(d) for d in array.shape))
 
     def used_inputs(self, cases):
-        """The inputs that `cases` name, in declaration order."""
+        """The inputs that `cases` name, or whose symbolic dimensions they name, in declaration order."""
+        def named(word):
+            return any(re.search(r"\b%s\b" % re.escape(word), case.expr) for case in cases)
         return [name for name in self.inputs
-                if any(re.search(r"\b%s\b" % re.escape(name), case.expr) for case in cases)]
+                if named(name) or any(named(dim) for dim in re.findall(r"[A-Za-z_]\w*", self.types.get(name, "")))]
 
     def source(self, cases):
         """The script computing `cases`, declaring the inputs they use."""
@@ -785,6 +787,21 @@ def groups():
         C("sort(b)", lambda v: np.sort(v.b)),
         C("cumsum(b)", lambda v: np.cumsum(v.b), tol=ACCUM),
         C("zeros_like(a)", lambda v: np.zeros_like(v.a)),
+        # A symbolic dimension's name is its size, an integer as a Python int is (weak): n = 7 here.
+        C("sum(a) / n", lambda v: np.sum(v.a) / F32(7), tol=ACCUM),
+        C("b * n", lambda v: v.b * F32(7)),
+        C("n * 2 - 1", lambda v: np.int64(13)),
+        C("zeros([n, 3])", lambda v: np.zeros((7, 3), F32)),
+        C("ones([2, n, 1], dtype=i32)", lambda v: np.ones((2, 7, 1), np.int32)),
+        C("full([n], 2.5) * b", lambda v: np.full(7, F32(2.5)) * v.b),
+        C("full([n, 4], true)", lambda v: np.full((7, 4), True)),
+        C("arange(n)", lambda v: np.arange(7)),
+        C("arange(n, dtype=f32) / n", lambda v: np.arange(7, dtype=F32) / F32(7)),
+        C("a[n - 1]", lambda v: v.a[6]),                                     # a dynamic subscript
+        C("one_hot(arange(n) % 4, 4)", lambda v: one_hot(np.arange(7) % 4, 4)),
+        C("b[arange(n)[::-1]]", lambda v: v.b[::-1]),
+        C("grad(sum(arange(n, dtype=f32) * b) + sum(zeros([n, 4]) * a) + sum(b) / n, b)",
+          lambda v: np.arange(7, dtype=F32) + F32(1) / F32(7)),              # sizes have no gradient
     ]))
 
     # -- Integer-array indexing (gather), dynamic subscripts -------------------------------------------------------------

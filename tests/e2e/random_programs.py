@@ -16,7 +16,8 @@ Programs
 Generation
   An expression is built top-down for a wanted shape and kind (float, int or bool): a family of operations is
   drawn (elementwise unary or binary, where/clip, casts, reductions, matmul, transpose/reshape/broadcast_to,
-  indexing and slicing, concat/stack, creation, host-only sort/argsort/cumsum, a def call, a pin), which derives
+  indexing and slicing, integer-array indexing (x[idx], take, take_along_axis, inc_subtensor and set_subtensor),
+  concat/stack, creation, host-only sort/argsort/cumsum, a def call, a pin), which derives
   the shapes of its operands from the wanted shape (broadcasting, inserted reduction axes, split concat axes, ...)
   and builds them recursively; leaves are existing inputs and lets, new inputs, weak literals or constants. Every
   node carries its reference value, computed as soon as it is built, so that an operation is applied only where it
@@ -495,7 +496,7 @@ class Generator:
         if size(shape) > self.max_size:
             raise Fail("too large")
         families = [(self.unary, 18), (self.binary, 26), (self.select, 8), (self.cast, 5), (self.reduce, 12),
-                    (self.matmul, 6), (self.reshape_ops, 7), (self.index, 7), (self.join, 5),
+                    (self.matmul, 6), (self.reshape_ops, 7), (self.index, 7), (self.gather, 5), (self.join, 5),
                     (self.creation, 4), (self.host, 4 if not self.grad else 1), (self.call, 3),
                     (self.pin, 2)]
         if depth > 0:
@@ -1083,6 +1084,67 @@ class Generator:
         keys = tuple(keys)
         x = self.expr(tuple(child), kind, depth)
         text = wrap(x, ATOM) + "[%s]" % ", ".join(texts)
+        return self.node(text, ATOM, x.dtype, shape, lambda v: v[keys], [x],
+                         lambda r: x.err[keys] if x.err is not None else None)
+
+    def gather(self, shape, kind, depth):
+        """Integer-array indexing: x[..., idx] and take(x, idx, axis) on axis 0 or 1 (the index a constant list of
+        rank 0-2, negative entries included), take_along_axis, and inc_subtensor / set_subtensor of a gather (set
+        with distinct indices: of repeated stores, which one stays is unspecified)."""
+        form = self.choice(["subscript", "subscript", "take", "along", "inc", "set"])
+        if form == "along":
+            if not shape or not static(shape):
+                raise Fail("take_along_axis needs a static shape")
+            axis = self.rng.randint(len(shape))
+            m = self.rng.randint(1, 5)
+            idx = self.rng.randint(-m, m, shape)
+            x = self.expr(shape[:axis] + (m,) + shape[axis + 1:], kind, depth)
+            text = "take_along_axis(%s, %s, %d)" % (x.text, idx.tolist(), axis - len(shape) * self.rng.randint(2))
+            return self.node(text, ATOM, x.dtype, shape, lambda v: np.take_along_axis(v, idx, axis), [x],
+                             lambda r: np.take_along_axis(x.err, idx, axis) if x.err is not None else None)
+        if form in ("inc", "set"):
+            if not shape or not static(shape[:1]):
+                raise Fail("an update of a gather on a static axis")
+            rank = self.choice([0, 1, 1])
+            idx_shape = tuple(self.rng.randint(1, 4) for _ in range(rank))
+            count = int(np.prod(idx_shape))
+            if form == "set" and count > shape[0]:
+                raise Fail("distinct indices")
+            rows = self.rng.permutation(shape[0])[:count] if form == "set" else self.rng.randint(0, shape[0], count)
+            idx = (rows - shape[0] * self.rng.randint(0, 2, count)).reshape(idx_shape)
+            x = self.expr(shape, kind, depth)
+            value = self.expr(idx_shape + shape[1:], kind, depth)
+            if value.kind != x.kind or not (value.weak or value.dtype == x.dtype):
+                raise Fail("a value of another dtype than x's")
+            index_text = str(idx.tolist()) if rank else str(int(idx))
+            text = "%s_subtensor(%s[%s], %s)" % (form, wrap(x, ATOM), index_text, value.text)
+
+            def update(xv, vv, add=form == "inc"):
+                out = np.array(xv, copy=True)
+                if add:
+                    np.add.at(out, idx, vv)
+                else:
+                    out[idx] = vv
+                return out
+            return self.node(text, ATOM, x.dtype, shape, update, [x, value],
+                             lambda r: update(x.err, value.err) if x.err is not None and value.err is not None
+                             else None)
+        # x[idx] on axis 0, or x[:, idx] / take(x, idx, axis=1): shape = lead + idx_shape + rest
+        axis = self.choice([0, 0, 1]) if len(shape) >= 1 else 0
+        rank = self.choice([1, 1, 2]) if len(shape) >= axis + 1 else 0
+        rank = min(rank, len(shape) - axis)
+        idx_shape = shape[axis:axis + rank]
+        if not static(idx_shape):
+            raise Fail("an index of a symbolic shape")
+        m = self.choice([1, 2, 3, 5, 7])
+        idx = self.rng.randint(-m, m, idx_shape)
+        child = shape[:axis] + (m,) + shape[axis + rank:]
+        x = self.expr(child, kind, depth)
+        keys = (slice(None),) * axis + (idx,)
+        if form == "take":
+            text = "take(%s, %s, axis=%d)" % (x.text, idx.tolist() if rank else int(idx), axis)
+        else:
+            text = wrap(x, ATOM) + "[%s%s]" % (":, " * axis, idx.tolist())
         return self.node(text, ATOM, x.dtype, shape, lambda v: v[keys], [x],
                          lambda r: x.err[keys] if x.err is not None else None)
 

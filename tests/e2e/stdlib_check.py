@@ -20,23 +20,14 @@ import tempfile
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from numpy_compare import inc_subtensor, set_subtensor  # noqa: E402
+
 RS = np.random.RandomState(1234)
 
 
 def uniform(lo, hi, shape):
     return RS.uniform(lo, hi, shape).astype(np.float64)
-
-
-def _inc(x, index, value):
-    y = x.copy()
-    np.add.at(y, index, value)
-    return y
-
-
-def _set(x, index, value):
-    y = x.copy()
-    y[index] = value
-    return y
 
 
 def softmax(x, axis):
@@ -141,16 +132,19 @@ CASES = [
      lambda x, i: np.take_along_axis(np.broadcast_to(x, (1, 4)), i, 0) * np.ones((3, 4)), ["x"]),
     ("inc_subtensor", None, "inc_subtensor(x[[0, 2, 0]], v) ** 2.0",
      {"x": uniform(-1, 1, (3, 2)), "v": uniform(-1, 1, (3, 2))},
-     lambda x, v: _inc(x, [0, 2, 0], v) ** 2.0, ["x", "v"]),
+     lambda x, v: inc_subtensor(x, [0, 2, 0], v) ** 2.0, ["x", "v"]),
+    ("inc_subtensor broadcast", None, "inc_subtensor(x[[0, 2, 0]], v) ** 2.0",
+     {"x": uniform(-1, 1, (3, 2)), "v": uniform(-1, 1, (2,))},
+     lambda x, v: inc_subtensor(x, [0, 2, 0], v) ** 2.0, ["x", "v"]),
     ("inc_subtensor slice", None, "inc_subtensor(x[1:, ::2], v) ** 2.0",
      {"x": uniform(-1, 1, (3, 4)), "v": uniform(-1, 1, (2,))},
-     lambda x, v: _inc(x, (slice(1, None), slice(None, None, 2)), v) ** 2.0, ["x", "v"]),
+     lambda x, v: inc_subtensor(x, (slice(1, None), slice(None, None, 2)), v) ** 2.0, ["x", "v"]),
     ("set_subtensor", None, "set_subtensor(x[[2, 0], 1:], v) ** 2.0",
      {"x": uniform(-1, 1, (3, 3)), "v": uniform(-1, 1, (2, 2))},
-     lambda x, v: _set(x, ([2, 0], slice(1, None)), v) ** 2.0, ["x", "v"]),
+     lambda x, v: set_subtensor(x, ([2, 0], slice(1, None)), v) ** 2.0, ["x", "v"]),
     ("set_subtensor separated", None, "set_subtensor(x[[0, 1], :, [2, 0]], v) * x",
      {"x": uniform(-1, 1, (2, 2, 3)), "v": uniform(-1, 1, (2,))},
-     lambda x, v: _set(x, ([0, 1], slice(None), [2, 0]), v) * x, ["x", "v"]),
+     lambda x, v: set_subtensor(x, ([0, 1], slice(None), [2, 0]), v) * x, ["x", "v"]),
 ]
 
 

@@ -269,6 +269,15 @@ const RuleCase kCases[] = {
      "r5 = sum(broadcast_to(j, [4, 3]), axis=0); r6 = sum(broadcast_to(s, [3, 3, 3]), axis=2); "
      "r7 = sum(broadcast_to(s, [3, 5])); r8 = sum(broadcast_to(m, [2, 3, 5, 4]), axis=[1, 2])",
      kAny},
+    {"x + scatter_add(0, g, i) -> scatter_add(x, g, i)",
+     "r1 = z + inc_subtensor(zeros_like(z)[[0, 2, 0]], v); r2 = inc_subtensor(zeros_like(j)[[1, 1]], 3) + j",
+     kAny},
+    {"x - scatter_add(0, g, i) -> scatter_add(x, -g, i)",
+     "r1 = z - inc_subtensor(zeros_like(z)[[2, -1]], z[:2])", kAny},
+    {"c * scatter_add(0, g, i) -> scatter_add(0, c * g, i)",
+     "r1 = z - 0.5 * inc_subtensor(zeros_like(z)[[1, 1, 0]], z); r2 = inc_subtensor(zeros_like(z)[[2]], v) * "
+     "3.0",
+     kAny},
 };
 
 class RuleCaseTest : public ::testing::TestWithParam<RuleCase> {};

@@ -469,6 +469,8 @@ std::vector<Value *> GradientBuilder::inputGradients(const Node &node, Value *g,
   case OpKind::ZerosLike:
   case OpKind::OnesLike:
   case OpKind::Arange:
+  case OpKind::Rand:
+  case OpKind::Randn:
     break; // piecewise constant, or only the shape is used: zero gradient
   case OpKind::Cast:
     // Only float -> float casts carry a gradient (integers are never differentiated).

@@ -131,11 +131,6 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     return *dtype;
   };
   auto shapeArgument = [&](const Expr &expr) {
-    if (const auto *list = expr.as<ListExpr>())
-      for (const ExprPtr &element : list->elements)
-        if (dimensionName(*element, scope))
-          fail(element->loc, name + "() needs a shape known when the script is compiled; of the creation "
-                                    "functions, zeros, ones, full and arange take symbolic dimensions");
     std::vector<int64_t> shape = staticInts(expr, scope, "a shape");
     for (int64_t d : shape)
       if (d < 0) fail(expr.loc, "negative dimensions are not allowed: " + listString(shape));
@@ -377,6 +372,13 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
   case OpKind::Reshape:
   case OpKind::BroadcastTo: {
     ir::Value *x = strong(args.at(0));
+    if (const auto *list = args.at(1).as<ListExpr>())
+      for (const ExprPtr &element : list->elements)
+        if (dimensionName(*element, scope))
+          fail(element->loc,
+               name + "() needs sizes known when the script is compiled; " +
+                   (kind == OpKind::Reshape ? "-1 stands for one size it infers: reshape(x, [-1, 3])"
+                                            : "adding zeros broadcasts: x + zeros([n, 3])"));
     OpAttrs attrs;
     attrs.shape = staticInts(args.at(1), scope, "a shape");
     return apply(Op(kind, attrs), {x}, loc);
@@ -421,6 +423,28 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     return withSizes(apply(Op(kind, attrs), {}, loc), symbols);
   }
   case OpKind::Eye: {
+    const Expr *columns = args.get("m") ? args.get("m") : &args.at(0);
+    if (dimensionName(args.at(0), scope) || dimensionName(*columns, scope)) {
+      // A symbolic size: 1 where the row's index equals the column's.
+      auto range = [&](const Expr &size) {
+        OpAttrs attrs;
+        attrs.dtype = DType::I64;
+        if (std::optional<std::string> symbol = dimensionName(size, scope)) {
+          attrs.scalars = {ir::Number::ofInt(0), ir::Number::ofInt(0), ir::Number::ofInt(1)};
+          return apply(Op(OpKind::Arange, attrs), {dimensionCarrier(*symbol, size.loc)}, loc).value;
+        }
+        int64_t count = staticInt(size, scope, "a size");
+        if (count < 0) fail(size.loc, "eye(): sizes cannot be negative");
+        attrs.scalars = {ir::Number::ofInt(0), ir::Number::ofInt(count), ir::Number::ofInt(1)};
+        attrs.shape = {count};
+        return apply(Op(OpKind::Arange, attrs), {}, loc).value;
+      };
+      OpAttrs column, cast;
+      column.axes = {1};
+      cast.dtype = dtypeArgument(args.get("dtype"), DType::F32);
+      ir::Value *rows = apply(Op(OpKind::ExpandDims, column), {range(args.at(0))}, loc).value;
+      return apply(Op(OpKind::Cast, cast), {apply(Op(OpKind::Eq), {rows, range(*columns)}, loc).value}, loc);
+    }
     int64_t n = staticInt(args.at(0), scope, "a size");
     int64_t m = args.get("m") ? staticInt(*args.get("m"), scope, "a size") : n;
     if (n < 0 || m < 0) fail(loc, "eye(): sizes cannot be negative");
@@ -465,7 +489,8 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
   case OpKind::Rand:
   case OpKind::Randn: {
     OpAttrs attrs;
-    attrs.shape = shapeArgument(args.at(0));
+    std::vector<std::pair<size_t, std::string>> symbols = symbolicSizes(args.at(0));
+    attrs.shape = symbols.empty() ? shapeArgument(args.at(0)) : staticSizes(args.at(0));
     attrs.dtype = dtypeArgument(args.get("dtype"), DType::F32);
     if (!ir::takes(kind, attrs.dtype))
       fail(args.get("dtype")->loc, name + "() makes floats: dtype must be f32 or f64");
@@ -476,7 +501,13 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     } else {
       attrs.seed = takeSeed();
     }
-    return apply(Op(kind, attrs), {}, loc);
+    if (symbols.empty()) return apply(Op(kind, attrs), {}, loc);
+    // A symbolic shape: the numbers of that shape, given by zeros of it (the counter is the element's index).
+    OpAttrs zeros;
+    zeros.shape = attrs.shape;
+    zeros.dtype = DType::Bool;
+    ir::Value *shape = withSizes(apply(Op(OpKind::Zeros, zeros), {}, loc), symbols).value;
+    return apply(Op(kind, attrs), {shape}, loc);
   }
   case OpKind::ZerosLike:
   case OpKind::OnesLike:

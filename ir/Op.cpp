@@ -613,6 +613,7 @@ TensorType inferHostType(const Op &op, const std::vector<TensorType> &inputs) {
       TG_ASSERT(inputs[0].rank() >= 1) << "arange: its length from " << inputs[0].str();
       return {attrs.dtype, {inputs[0].shape[0]}, Place::Host};
     }
+    if (!inputs.empty()) return {attrs.dtype, inputs[0].shape, Place::Host}; // rand, randn of a shape
     for (int64_t d : attrs.shape)
       if (d < 0)
         fail(std::string(op.name()) + ": negative dimensions are not allowed: " + listString(attrs.shape));

@@ -15,7 +15,8 @@ namespace {
 std::vector<int64_t> creationShape(const ir::Op &op, const std::vector<Tensor> &inputs) {
   if (op.kind() == OpKind::ZerosLike || op.kind() == OpKind::OnesLike) return inputs[0].shape();
   if (op.kind() == OpKind::Arange && !inputs.empty()) return {inputs[0].shape().at(0)};
-  return op.attrs().shape; // arange's is its length
+  if (!inputs.empty()) return inputs[0].shape(); // rand, randn of a symbolic shape
+  return op.attrs().shape;                       // arange's is its length
 }
 
 /// A number attribute as a T: integers exactly (wrapping as C++ does, for a T narrower than the number),

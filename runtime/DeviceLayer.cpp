@@ -277,9 +277,11 @@ Tensor DeviceLayer::reduce(const ir::Op &op, const std::vector<Tensor> &inputs, 
 
 /// eye, arange, rand, randn: the creation kernel over the op's shape.
 Tensor DeviceLayer::createByIndex(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype) {
-  // arange of an input takes its length from the input's first axis.
-  Tensor out =
-      allocate(dtype, inputs.empty() ? op.attrs().shape : std::vector<int64_t>{inputs[0].shape().at(0)});
+  // arange of an input takes its length from the input's first axis, rand and randn their shape.
+  std::vector<int64_t> shape = op.attrs().shape;
+  if (!inputs.empty())
+    shape = op.kind() == OpKind::Arange ? std::vector<int64_t>{inputs[0].shape().at(0)} : inputs[0].shape();
+  Tensor out = allocate(dtype, shape);
   int64_t count = out.numElements();
   if (count == 0) return out;
   CreationKernelLaunch kernel{op.kind(), dtype, elementwiseGrid(count, multiprocessors_), {}};

@@ -92,26 +92,38 @@ Tensor gather(const Tensor &x, const IndexLayout &layout, const std::vector<int6
 }
 
 /// Adds (or stores) each block of `update` where gather would read it, in order: repeated positions
-/// accumulate (or the last stays).
+/// accumulate (or the last stays). Threads take whole rows (disjoint in x) or, with fewer rows, ranges of
+/// columns of every block (disjoint too), so that each element is written by one thread in the order of the
+/// positions.
 void scatter(const Tensor &out, const Tensor &update, const IndexLayout &layout,
              const std::vector<int64_t> &offsets, bool add) {
+  int64_t positions = layout.positions, inner = layout.inner;
+  int64_t parts =
+      std::clamp<int64_t>(layout.outer * positions * inner / kElementsPerThread, 1, hostThreads());
+  bool byRows = layout.outer >= parts;
+  if (!byRows) parts = std::min(parts, inner);
   visitDType(out.dtype(), [&](auto zero) {
     using T = decltype(zero);
     T *target = out.data<T>();
     const T *values = update.data<T>();
-    for (int64_t row = 0; row < layout.outer; ++row)
-      for (int64_t offset : offsets) {
-        T *at = target + row * layout.rowElements + offset;
-        if (!add)
-          std::memcpy(at, values, static_cast<size_t>(layout.inner) * sizeof(T));
-        else if constexpr (scalar::kIsBool<T>)
-          for (int64_t e = 0; e < layout.inner; ++e)
-            at[e] = at[e] || values[e]; // NumPy's add of bools
-        else
-          for (int64_t e = 0; e < layout.inner; ++e)
-            at[e] = scalar::Add::evaluate(at[e], values[e]);
-        values += layout.inner;
-      }
+    parallelFor(parts, [&](int64_t part) {
+      int64_t rows[2] = {0, layout.outer}, columns[2] = {0, inner};
+      int64_t *split = byRows ? rows : columns, size = split[1];
+      split[0] = size * part / parts, split[1] = size * (part + 1) / parts;
+      for (int64_t row = rows[0]; row < rows[1]; ++row)
+        for (int64_t j = 0; j < positions; ++j) {
+          T *at = target + row * layout.rowElements + offsets[static_cast<size_t>(j)];
+          const T *from = values + (row * positions + j) * inner;
+          for (int64_t e = columns[0]; e < columns[1]; ++e) {
+            if (!add)
+              at[e] = from[e];
+            else if constexpr (scalar::kIsBool<T>)
+              at[e] = at[e] || from[e]; // NumPy's add of bools
+            else
+              at[e] = scalar::Add::evaluate(at[e], from[e]);
+          }
+        }
+    });
   });
 }
 

@@ -39,7 +39,8 @@ size_t normalizeAxis(int64_t axis, size_t rank) {
 
 Tensor runKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype, bool reuseInputs) {
   int arity = op.info().arity;
-  TG_ASSERT(arity < 0 ? !inputs.empty() || op.kind() == OpKind::Fused || op.kind() == OpKind::Arange
+  TG_ASSERT(arity < 0 ? !inputs.empty() || op.kind() == OpKind::Fused ||
+                            op.info().fusion == ir::FusionKind::Creation
                       : inputs.size() == static_cast<size_t>(arity))
       << op.name() << " given " << inputs.size() << " inputs";
   switch (op.info().fusion) {

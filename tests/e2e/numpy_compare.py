@@ -796,6 +796,10 @@ def groups():
         C("full([n], 2.5) * b", lambda v: np.full(7, F32(2.5)) * v.b),
         C("full([n, 4], true)", lambda v: np.full((7, 4), True)),
         C("arange(n)", lambda v: np.arange(7)),
+        C("eye(n) @ a", lambda v: v.a, tol=ACCUM),
+        C("rand([n, 3], seed=4) == rand([7, 3], seed=4)", lambda v: np.full((7, 3), True)),  # the same numbers
+        C("randn([2, n], seed=5, dtype=f64) == randn([2, 7], seed=5, dtype=f64)", lambda v: np.full((2, 7), True)),
+        C("eye(3, m=n, dtype=i32)", lambda v: np.eye(3, 7, dtype=np.int32)),
         C("arange(n, dtype=f32) / n", lambda v: np.arange(7, dtype=F32) / F32(7)),
         C("a[n - 1]", lambda v: v.a[6]),                                     # a dynamic subscript
         C("one_hot(arange(n) % 4, 4)", lambda v: one_hot(np.arange(7) % 4, 4)),

@@ -582,3 +582,51 @@ TEST(KernelsTest, Cumsum) {
 }
 
 } // namespace
+
+// ---- indexing ----
+
+/// scatter_add and scatter_set over enough elements to be split between threads (by rows of x, or by columns
+/// of each block when x has fewer rows than threads), against a plain loop: repeated indices accumulate (or
+/// the last store stays), negative ones count from the end.
+TEST(KernelsTest, ScattersSplitBetweenThreadsAsASerialLoopWould) {
+  struct Layout {
+    int64_t outer, rows, width, positions;
+  };
+  for (Layout layout : {Layout{1, 50, 4000, 300}, Layout{6, 7, 3, 40000}}) {
+    Shape xShape{layout.outer, layout.rows, layout.width};
+    Values x(static_cast<size_t>(layout.outer * layout.rows * layout.width)), update, index;
+    for (size_t i = 0; i < x.size(); ++i)
+      x[i] = static_cast<double>(i % 13);
+    for (int64_t j = 0; j < layout.positions; ++j)
+      index.push_back(static_cast<double>((j * 7) % layout.rows - (j % 3 == 0 ? layout.rows : 0)));
+    for (int64_t i = 0; i < layout.outer * layout.positions * layout.width; ++i)
+      update.push_back(static_cast<double>(i % 5) - 2);
+    for (bool add : {true, false}) {
+      Values want = x;
+      for (int64_t row = 0; row < layout.outer; ++row)
+        for (int64_t j = 0; j < layout.positions; ++j) {
+          auto at = static_cast<int64_t>(index[static_cast<size_t>(j)]);
+          at = at < 0 ? at + layout.rows : at;
+          for (int64_t e = 0; e < layout.width; ++e) {
+            double &target = want[static_cast<size_t>((row * layout.rows + at) * layout.width + e)];
+            double value = update[static_cast<size_t>((row * layout.positions + j) * layout.width + e)];
+            target = add ? target + value : value;
+          }
+        }
+      Tensor got = run(add ? OpKind::ScatterAdd : OpKind::ScatterSet,
+                       {f64(xShape, x), f64({layout.outer, layout.positions, layout.width}, update),
+                        i64({layout.positions}, index)},
+                       axes({1}));
+      expectValues(got, want);
+      Tensor gathered = run(OpKind::Gather, {f64(xShape, x), i64({layout.positions}, index)}, axes({1}));
+      EXPECT_EQ(gathered.shape(), (Shape{layout.outer, layout.positions, layout.width}));
+    }
+  }
+}
+
+TEST(KernelsTest, AnIndexOutOfRangeNamesItsAxis) {
+  EXPECT_EQ(runError(OpKind::Gather, {f32({2, 3}, {0, 1, 2, 3, 4, 5}), i64({2}, {1, -4})}, axes({1})),
+            "index -4 is out of bounds for axis 1 with size 3");
+  EXPECT_EQ(runError(OpKind::ScatterAdd, {f32({2}, {0, 1}), f32({1}, {1}), i64({1}, {2})}, axes({0})),
+            "index 2 is out of bounds for axis 0 with size 2");
+}

@@ -246,6 +246,13 @@ double CostModel::memoryBytes(const ir::Node &node) const {
   OpKind kind = node.op().kind();
   if (ir::isView(kind)) return 0;
   double total = bytes(node.output()->type());
+  if (kind ==
+      OpKind::Gather) { // the rows it reads (its output's worth of x, not all of x), written, and its indices
+    total *= 2;
+    for (size_t i = 1; i < node.inputs().size(); ++i)
+      total += bytes(node.input(i)->type());
+    return total;
+  }
   // zeros_like, ones_like, dim_size and arange read their input's shape, not its elements.
   bool readsShapeOnly = ir::opInfo(kind).fusion == ir::FusionKind::Creation || kind == OpKind::DimSize;
   for (const ir::Value *input : node.inputs())

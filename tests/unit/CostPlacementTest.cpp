@@ -263,6 +263,18 @@ TEST(CostPlacementTest, DerivedDimensionsAreSizedFromTheirSymbols) {
   EXPECT_EQ(model.symbolSize("reshape1"), model.defaultDim);
 }
 
+TEST(CostPlacementTest, AGatherMovesTheRowsItReadsNotTheWholeTable) {
+  ir::Graph graph;
+  ir::Value *table = graph.addInput({ir::DType::F32, {ir::Dim::of(100000), ir::Dim::of(128)}}, "E");
+  ir::Value *index = graph.addInput({ir::DType::I64, {ir::Dim::of(1000)}}, "idx");
+  ir::OpAttrs axis;
+  axis.axes = {0};
+  ir::Node *gather = graph.addNode(ir::Op(ir::OpKind::Gather, axis), {table, index}, {});
+  opt::CostModel model = opt::CostModel::defaults();
+  // 1000 rows of 128 f32 read and written, and 1000 i64 indices read.
+  EXPECT_DOUBLE_EQ(model.memoryBytes(*gather), 2 * 1000 * 128 * 4 + 1000 * 8);
+}
+
 TEST(CostPlacementTest, AnOpenGpuRefinesTheModelAndOverridesStillWin) {
   opt::CostModel model = opt::CostModel::defaults();
   model.applyOverrides(R"({"device": {"f64_gflop_per_s": 1}})", "mine.json");

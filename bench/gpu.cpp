@@ -74,6 +74,20 @@ std::vector<Case> cases() {
        {{16384, 4096}},
        2 * n,
        0},
+      // An embedding lookup and its gradient: 1M rows of a 100000 x 128 table, the indices made from a uniform
+      // input (the index kernels' offsets, then the gather or the atomic scatter-add).
+      {"gather E[idx] 100000x128, 1M rows",
+       "input E : f32[100000, 128]\ninput u : f32[1048576]\nlet idx = i64((u + 1.0) * 49999.0)\n"
+       "let r = E[idx]\noutput r\n",
+       {{100000, 128}, {1 << 20}},
+       2.0 * (1 << 20) * 128 * 4 + (1 << 20) * 4.0,
+       0},
+      {"scatter-add into 100000x128, 1M rows",
+       "input E : f32[100000, 128]\ninput u : f32[1048576]\ninput G : f32[1048576, 128]\n"
+       "let idx = i64((u + 1.0) * 49999.0)\nlet r = inc_subtensor(zeros_like(E)[idx], G)\noutput r\n",
+       {{100000, 128}, {1 << 20}, {1 << 20, 128}},
+       2.0 * (1 << 20) * 128 * 4 + 100000 * 128 * 4.0 + (1 << 20) * 4.0,
+       0},
       {"matmul 4096^3 f32 (cuBLAS)",
        "input a : f32[4096, 4096]\ninput b : f32[4096, 4096]\nlet r = a @ b\noutput r\n",
        {{4096, 4096}, {4096, 4096}},

@@ -12,9 +12,9 @@
 #   3. tests/e2e/numpy_compare.py and sim_matches_cpu.py with --device cuda: every example and the NumPy
 #      comparison suite give the CPU's numbers on the GPU; device_trace.py: the simulated device's trace of
 #      each is this GPU's (on a GPU of the sim's 132 multiprocessors: H100 SXM, H200);
-#   4. bench/gpu: fused elementwise kernels and reductions in GB/s and % of the card's peak, matmul in TFLOP/s
-#      through cuBLAS and through the generated kernel, first-run (compile + module load) latency, each result
-#      against the CPU's;
+#   4. bench/gpu: fused elementwise kernels, reductions, an embedding gather and its scatter-add in GB/s and % of
+#      the card's peak, matmul in TFLOP/s through cuBLAS and through the generated kernel, first-run (compile +
+#      module load) latency, each result against the CPU's;
 #   5. the MLP example's training step time, cpu against cuda.
 # A step that fails does not stop the others (the machine may be lent once); the exit status is 1 if any failed.
 # The steps share a deadline, $TGC_GPU_CHECK_SECONDS after the probe (default 420): a step still running then is

@@ -199,6 +199,21 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     return value;
   };
 
+  // 0, 1, ..., size - 1 in `dtype`, for a size known now (`what`, not negative) or a symbolic dimension.
+  auto range = [&](const Expr &size, DType dtype, const std::string &what) {
+    OpAttrs attrs;
+    attrs.dtype = dtype;
+    if (std::optional<std::string> symbol = dimensionName(size, scope)) {
+      attrs.scalars = {ir::Number::ofInt(0), ir::Number::ofInt(0), ir::Number::ofInt(1)};
+      return apply(Op(OpKind::Arange, attrs), {dimensionCarrier(*symbol, size.loc)}, loc).value;
+    }
+    int64_t count = staticInt(size, scope, what.c_str());
+    if (count < 0) fail(size.loc, name + "(): " + what + " cannot be negative");
+    attrs.scalars = {ir::Number::ofInt(0), ir::Number::ofInt(count), ir::Number::ofInt(1)};
+    attrs.shape = {count};
+    return apply(Op(OpKind::Arange, attrs), {}, loc).value;
+  };
+
   if (auto dtype = ir::parseDType(name)) {
     Arguments args(name, {{"x"}, 1}, call, *this);
     TypedValue x = tensor(args.at(0));
@@ -239,50 +254,35 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     }
     return name == "std" ? applyElementwise(OpKind::Sqrt, {result}, loc) : result;
   }
-  if (name == "take") { // NumPy's take: x[:, ..., idx] with idx on `axis`
-    Arguments args(name, {{"x", "indices", "axis"}, 2}, call, *this);
+  if (name == "take" || name == "take_along_axis") {
+    // NumPy's take: x[:, ..., indices] on `axis`; take_along_axis: out[p] = x[p with p[axis] = indices[p]].
+    bool along = name == "take_along_axis";
+    Arguments args(name, {{"x", "indices", "axis"}, along ? 3u : 2u}, call, *this);
     ir::Value *x = strong(args.at(0)), *index = indexArray(args.at(1), scope);
-    if (x->type().isScalar()) fail(args.at(0).loc, "take() needs an array with at least one axis");
-    const Expr *axisArg = args.get("axis");
-    int64_t axis =
-        axisArg ? normalizeAxis(staticInt(*axisArg, scope, "an axis"), x->type().rank(), *axisArg) : 0;
-    checkIndexValues(index, x->type().shape[static_cast<size_t>(axis)], static_cast<size_t>(axis), loc);
-    OpAttrs attrs;
-    attrs.axes = {axis};
-    return apply(Op(OpKind::Gather, attrs), {x, index}, loc);
-  }
-  if (name == "take_along_axis") { // NumPy's: out[p] = x[p with p[axis] = indices[p]]
-    Arguments args(name, {{"x", "indices", "axis"}, 3}, call, *this);
-    ir::Value *x = strong(args.at(0)), *index = indexArray(args.at(1), scope);
-    if (index->type().rank() != x->type().rank())
+    if (along && index->type().rank() != x->type().rank())
       fail(args.at(1).loc, "take_along_axis(): the indices must have the array's rank, " +
                                std::to_string(x->type().rank()) + ", not " +
                                std::to_string(index->type().rank()) + " (add axes with None or expand_dims)");
-    if (x->type().isScalar()) fail(args.at(0).loc, "take_along_axis() needs an array with at least one axis");
-    int64_t axis = normalizeAxis(staticInt(args.at(2), scope, "an axis"), x->type().rank(), args.at(2));
-    checkIndexValues(index, x->type().shape[static_cast<size_t>(axis)], static_cast<size_t>(axis), loc);
+    if (x->type().isScalar()) fail(args.at(0).loc, name + "() needs an array with at least one axis");
+    const Expr *axisArg = args.get("axis");
     OpAttrs attrs;
-    attrs.axes = {axis};
-    attrs.keepdims = true;
+    attrs.axes = {axisArg ? normalizeAxis(staticInt(*axisArg, scope, "an axis"), x->type().rank(), *axisArg)
+                          : 0};
+    attrs.keepdims = along;
+    auto axis = static_cast<size_t>(attrs.axes[0]);
+    checkIndexValues(index, x->type().shape[axis], axis, loc);
     return apply(Op(OpKind::Gather, attrs), {x, index}, loc);
   }
   if (name ==
       "one_hot") { // a new last axis of `classes`, 1 at each index and 0 elsewhere (all 0 out of range)
     Arguments args(name, {{"indices", "classes", "dtype"}, 2}, call, *this);
     ir::Value *index = indexArray(args.at(0), scope);
-    int64_t classes = staticInt(args.at(1), scope, "the number of classes");
-    if (classes < 0) fail(args.at(1).loc, "one_hot(): the number of classes cannot be negative");
-    OpAttrs range, last, cast;
-    range.dtype = index->type().dtype;
-    range.scalars = {ir::Number::ofInt(0), ir::Number::ofInt(classes), ir::Number::ofInt(1)};
-    range.shape = {classes};
+    OpAttrs last, cast;
     last.axes = {static_cast<int64_t>(index->type().rank())};
     cast.dtype = dtypeArgument(args.get("dtype"), DType::F32);
-    ir::Value *equal = apply(Op(OpKind::Eq),
-                             {apply(Op(OpKind::ExpandDims, last), {index}, loc).value,
-                              apply(Op(OpKind::Arange, range), {}, loc).value},
-                             loc)
-                           .value;
+    ir::Value *classes = range(args.at(1), index->type().dtype, "the number of classes");
+    ir::Value *equal =
+        apply(Op(OpKind::Eq), {apply(Op(OpKind::ExpandDims, last), {index}, loc).value, classes}, loc).value;
     return apply(Op(OpKind::Cast, cast), {equal}, loc);
   }
   if (name == "inc_subtensor" || name == "set_subtensor")
@@ -426,24 +426,13 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     const Expr *columns = args.get("m") ? args.get("m") : &args.at(0);
     if (dimensionName(args.at(0), scope) || dimensionName(*columns, scope)) {
       // A symbolic size: 1 where the row's index equals the column's.
-      auto range = [&](const Expr &size) {
-        OpAttrs attrs;
-        attrs.dtype = DType::I64;
-        if (std::optional<std::string> symbol = dimensionName(size, scope)) {
-          attrs.scalars = {ir::Number::ofInt(0), ir::Number::ofInt(0), ir::Number::ofInt(1)};
-          return apply(Op(OpKind::Arange, attrs), {dimensionCarrier(*symbol, size.loc)}, loc).value;
-        }
-        int64_t count = staticInt(size, scope, "a size");
-        if (count < 0) fail(size.loc, "eye(): sizes cannot be negative");
-        attrs.scalars = {ir::Number::ofInt(0), ir::Number::ofInt(count), ir::Number::ofInt(1)};
-        attrs.shape = {count};
-        return apply(Op(OpKind::Arange, attrs), {}, loc).value;
-      };
       OpAttrs column, cast;
       column.axes = {1};
       cast.dtype = dtypeArgument(args.get("dtype"), DType::F32);
-      ir::Value *rows = apply(Op(OpKind::ExpandDims, column), {range(args.at(0))}, loc).value;
-      return apply(Op(OpKind::Cast, cast), {apply(Op(OpKind::Eq), {rows, range(*columns)}, loc).value}, loc);
+      ir::Value *rows =
+          apply(Op(OpKind::ExpandDims, column), {range(args.at(0), DType::I64, "sizes")}, loc).value;
+      return apply(Op(OpKind::Cast, cast),
+                   {apply(Op(OpKind::Eq), {rows, range(*columns, DType::I64, "sizes")}, loc).value}, loc);
     }
     int64_t n = staticInt(args.at(0), scope, "a size");
     int64_t m = args.get("m") ? staticInt(*args.get("m"), scope, "a size") : n;
@@ -460,10 +449,7 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     if (std::optional<std::string> length = dimensionName(args.at(0), scope)) { // arange(n): 0, 1, ..., n - 1
       if (args.get("stop") || args.get("step"))
         fail(args.at(0).loc, "arange() takes a symbolic dimension alone: arange(n), then add or scale it");
-      OpAttrs attrs;
-      attrs.scalars = {ir::Number::ofInt(0), ir::Number::ofInt(0), ir::Number::ofInt(1)};
-      attrs.dtype = dtypeArgument(args.get("dtype"), DType::I64);
-      return apply(Op(kind, attrs), {dimensionCarrier(*length, args.at(0).loc)}, loc);
+      return TypedValue{range(args.at(0), dtypeArgument(args.get("dtype"), DType::I64), "a length"), false};
     }
     ir::Number first = staticNumber(args.at(0), scope, "arange's bounds");
     ir::Number start = ir::Number::ofInt(0), stop = first, step = ir::Number::ofInt(1);

@@ -40,8 +40,16 @@ const char *kernelErrorMessage(int32_t code) {
   case kNegativeIntegerPower:
     return scalar::kNegativeIntegerPowerMessage;
   default:
-    return "unknown kernel error";
+    return code >= kIndexOutOfRange ? "an index is out of bounds for the axis it indexes"
+                                    : "unknown kernel error";
   }
+}
+
+ir::UserError kernelError(const ir::ScalarGraph &body, int32_t code) {
+  ir::UserError error(kernelErrorMessage(code));
+  if (code >= kIndexOutOfRange && static_cast<size_t>(code - kIndexOutOfRange) < body.gatherLocs.size())
+    error.loc = body.gatherLocs[static_cast<size_t>(code - kIndexOutOfRange)];
+  return error;
 }
 
 ir::DType kernelOutputDtype(const ir::ScalarGraph &body) {
@@ -103,11 +111,14 @@ int32_t runHostKernel(const KernelSpec &spec, HostKernel kernel, const KernelArg
   // The kernel sees one plane, the last two axes, as a rank-2 space; below rank 2 the missing axes have size
   // 1 and stride 0.
   int64_t planeShape[2] = {rank >= 2 ? space.shape[rank - 2] : 1, rank >= 1 ? space.shape[rank - 1] : 1};
-  ir::SmallVector<int64_t, 32> planeStrides(2 * numInputs, 0);
+  size_t gatherWords = 2 * spec.body->gatheredAxes(); // after the strides, as they follow args'
+  ir::SmallVector<int64_t, 32> planeStrides(2 * numInputs + gatherWords, 0);
   for (size_t k = 0; k < numInputs; ++k) {
     if (rank >= 2) planeStrides[2 * k] = stride(k, rank - 2);
     if (rank >= 1) planeStrides[2 * k + 1] = stride(k, rank - 1);
   }
+  const int64_t *words = args.strides + numInputs * static_cast<size_t>(args.rank);
+  std::copy(words, words + gatherWords, planeStrides.begin() + static_cast<ptrdiff_t>(2 * numInputs));
   int64_t planeSize = planeShape[0] * planeShape[1];
   // The outer multi-index of begin's plane, and each input's element offset of that plane's start.
   ir::SmallVector<int64_t, 8> index(rank > 2 ? rank - 2 : 0);
@@ -152,6 +163,7 @@ Layout kernelLayout(const ir::ScalarGraph &body, std::span<const int64_t> space,
                     std::span<const LayoutInput> inputs, std::span<const int64_t> reducedAxes) {
   bool reduction = body.reduction.has_value();
   TG_ASSERT(reduction || reducedAxes.empty()) << "only a reduction kernel reduces axes";
+  if (body.gatheredAxes() > 0) return Layout::Strided;
   auto rank = static_cast<int64_t>(space.size());
   ir::SmallVector<bool, 8> reduced(space.size(), false);
   for (int64_t axis : reducedAxes) {
@@ -223,6 +235,7 @@ std::string kernelName(const KernelSpec &spec) {
     for (uint32_t operand : instr.operands)
       hash.add(operand);
     hash.add(instr.immediate); // by bits: NaN and -0.0 are constants of their own
+    if (instr.kind == ir::OpKind::Gather) hash.add(instr.indexRank);
   }
   hash.add(
       static_cast<uint16_t>(spec.body->reduction ? static_cast<uint16_t>(*spec.body->reduction) + 1 : 0));

@@ -47,6 +47,7 @@ struct LayoutInput {
 /// axes `reducedAxes` of it (each in [-rank, rank), as the op holds them). The one place that decides it: the
 /// runtime asks with its tensors' shapes and strides, --emit=llvm and --emit=ptx with the static types.
 ///
+/// A body with a gather is Strided (its tables are addressed through their strides). Otherwise
 /// Contiguous when every input's element i, in the order the kernel walks the space (a reduction's: the kept
 /// axes, then the reduced ones, as KernelArgs has them), is inputs[k][i]: along every axis longer than 1,
 /// taken in that order, the input's stride (0 where it is broadcast) is the product of the sizes of the axes
@@ -80,7 +81,10 @@ struct KernelArgs {
                              // each extra output (ScalarGraph::extraOutputs: C-contiguous over the output's
                              // shape, written like `output`, never overlapping an input)
   const int64_t *strides;    // numArrays * rank entries, array-major (inputs, then extra outputs); read by
-                             // Strided kernels only
+                             // Strided kernels only. A gather's table has its strides in the space there
+                             // (ir::tableInSpace); after them come two words per gathered axis of the body
+                             // (ScalarGraph::gatheredAxes), in the order of its gathers: the axis's size
+                             // and the table's stride along it
   void *output;              // C-contiguous, the output's shape (reductions: over the kept axes); never
                              // overlaps an input (kernels are compiled on that promise)
   int64_t reducedRank = 0;   // reductions: how many trailing axes of `shape` are reduced; else unused
@@ -88,8 +92,9 @@ struct KernelArgs {
 // Elements in memory: bool is one byte holding 0 or 1, i32/i64 are int32_t/int64_t, f32/f64 float/double.
 
 /// Host kernel: computes output elements [begin, end) (linear C-order indices; a reduction kernel reduces the
-/// sub-space of each) and returns kKernelOk, or the error code of the first element that fails (which other
-/// elements were written is then unspecified). Ranges of one kernel may run on several threads at once.
+/// sub-space of each) and returns kKernelOk, or the largest error code of the elements that failed (every
+/// element is computed all the same; what a failed one wrote is unspecified). Ranges of one kernel may run on
+/// several threads at once.
 /// A Strided elementwise kernel computes elements [begin, end) of ONE plane, the space's last two axes, which
 /// it is given as a rank-2 space: `shape` the plane's two sizes, `strides` each input's two strides along
 /// them, `inputs` and `output` at the plane's first element. runHostKernel walks the planes, so that the
@@ -141,10 +146,15 @@ using FusedParameters = std::array<uint64_t, kFusedParameters>;
 enum : int32_t {
   kKernelOk = 0,
   kNegativeIntegerPower = 1,
+  kIndexOutOfRange = 2, // + g: gather g of the body (in its order) read an index outside [-size, size)
 };
 
 /// The message for an error code, in the CPU kernels' words (for ir::UserError).
 const char *kernelErrorMessage(int32_t code);
+
+/// The error a kernel of `body` reported with `code`: its message, located at the gather that failed where
+/// the body knows where it was written (ScalarGraph::gatherLocs).
+ir::UserError kernelError(const ir::ScalarGraph &body, int32_t code);
 
 /// An input's stride along the innermost axis (of a reduction: the innermost reduced axis), when a host
 /// Strided kernel is compiled for it: a unit or zero stride is a constant in the code, so the row loop

@@ -25,13 +25,16 @@ class ElementwiseEmitter : public LoopEmitter {
 public:
   using LoopEmitter::LoopEmitter;
 
-  /// Host: a loop over [begin, end) that returns an element's error code at once.
+  /// Host: a loop over [begin, end) that notes the elements' error codes as it goes (the largest stays) and
+  /// returns it at the end: no exit from the loop, which therefore vectorizes (a failing element computes a
+  /// value all the same, from a safe place: ScalarEmitter.h).
   void hostLoop(const KernelOperands &operands, Value *begin, Value *end) {
+    hostError = local(builder.getInt32Ty(), builder.getInt32(kKernelOk), "error");
     if (spec.layout == Layout::Contiguous)
       hostContiguousLoop(operands, begin, end);
     else
       hostPlaneLoop(operands, begin, end);
-    builder.CreateRet(builder.getInt32(kKernelOk));
+    builder.CreateRet(load(hostError));
   }
 
   /// Device: elements first, first + step, ... below count; a failing element stores its code in errorFlag.
@@ -145,16 +148,15 @@ public:
 private:
   /// One output element: loads each input at its offset, runs the body, stores at output[outputIndex] and
   /// each extra output at its offset (offsets: one per array, the inputs' then the extra outputs'). When the
-  /// body can fail, onError runs in a block of its own with the code; unless it returns, the stores follow.
+  /// body can fail, onError runs with the code: in a block of its own, where the code is not kKernelOk,
+  /// unless `everyElement` (then for each element, kKernelOk or not); the stores follow.
   void element(const KernelOperands &operands, const std::vector<Value *> &offsets, Value *outputIndex,
-               const std::function<void(Value *)> &onError) {
-    std::vector<Value *> values;
+               const std::function<void(Value *)> &onError, bool everyElement = false) {
     size_t numInputs = spec.body->numInputs();
-    for (size_t k = 0; k < numInputs; ++k)
-      values.push_back(
-          loadElement(builder, spec.body->inputDtypes[k], operands.inputs[k], offsets[k], inputScope));
-    ScalarResult result = emitScalarBody(builder, *spec.body, values, target);
-    if (result.errorCode) {
+    ScalarResult result = emitScalarBody(builder, *spec.body, loadInputs(operands, offsets), target,
+                                         tableAccess(operands, offsets));
+    if (result.errorCode && everyElement) onError(result.errorCode);
+    if (result.errorCode && !everyElement) {
       BasicBlock *failed = block("element.failed"), *store = block("element.store");
       builder.CreateCondBr(builder.CreateICmpNE(result.errorCode, builder.getInt32(kKernelOk)), failed,
                            store);
@@ -169,7 +171,11 @@ private:
                    offsets[numInputs + j], result.extras[j], inputScope);
   }
 
-  void returnError(Value *code) { builder.CreateRet(code); }
+  /// Host: keeps the largest error code of the elements so far.
+  void noteError(Value *code) {
+    builder.CreateStore(builder.CreateBinaryIntrinsic(llvm::Intrinsic::umax, load(hostError), code),
+                        hostError);
+  }
 
   /// for (i = begin; i < end; ++i) output[i] = body(inputs[k][i]...): the loop LLVM vectorizes.
   void hostContiguousLoop(const KernelOperands &operands, Value *begin, Value *end) {
@@ -179,8 +185,9 @@ private:
     builder.SetInsertPoint(loop);
     llvm::PHINode *index = builder.CreatePHI(builder.getInt64Ty(), 2, "i");
     index->addIncoming(begin, preheader);
-    element(operands, std::vector<Value *>(operands.inputs.size(), index), index,
-            [&](Value *code) { returnError(code); });
+    element(
+        operands, std::vector<Value *>(operands.inputs.size(), index), index,
+        [&](Value *code) { noteError(code); }, /*everyElement=*/true);
     Value *next = builder.CreateAdd(index, builder.getInt64(1), "i.next", /*HasNUW=*/true, /*HasNSW=*/true);
     index->addIncoming(next, builder.GetInsertBlock());
     builder.CreateCondBr(builder.CreateICmpSLT(next, end), loop, exit);
@@ -243,7 +250,9 @@ private:
     std::vector<Value *> offsets;
     for (size_t k = 0; k < numInputs; ++k)
       offsets.push_back(builder.CreateAdd(rowBases[k], builder.CreateMul(t, innerStrides[k])));
-    element(operands, offsets, builder.CreateAdd(outputBase, t), [&](Value *code) { returnError(code); });
+    element(
+        operands, offsets, builder.CreateAdd(outputBase, t), [&](Value *code) { noteError(code); },
+        /*everyElement=*/true);
     Value *nextT = builder.CreateAdd(t, builder.getInt64(1), "t.next", /*HasNUW=*/true, /*HasNSW=*/true);
     t->addIncoming(nextT, builder.GetInsertBlock());
     builder.CreateCondBr(builder.CreateICmpSLT(nextT, stop), inner, rowDone);
@@ -289,6 +298,8 @@ private:
       values.push_back(load(offset));
     return values;
   }
+
+  llvm::AllocaInst *hostError = nullptr; // the host loop's largest error code so far
 };
 
 llvm::Function *declareKernel(llvm::Module &module, const std::string &name, llvm::Type *result,

@@ -16,7 +16,8 @@
 //
 //   host               elements [begin, end): Contiguous reads inputs[k][i]; Strided walks the rows of the
 //                      one plane (the last two axes) the caller points args at (runHostKernel walks the
-//                      planes). Returns the first failing element's error code, else kKernelOk.
+//                      planes). Returns the largest error code of the elements, kKernelOk when none
+//                      failed (no early exit, so that the loops vectorize).
 //   simulated device   the elements the NVPTX kernel's threads of block `block` cover, in memory order:
 //                      rounds base = block * blockSize, then + gridSize * blockSize, ... below count, each
 //                      the elements base .. base + blockSize - 1 (one per thread). Returns a failing

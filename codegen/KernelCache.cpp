@@ -191,6 +191,7 @@ KernelCacheKey kernelCacheKey(const KernelSpec &spec, CachedCode code, const std
     uint64_t bits; // NaN payloads and -0.0 are constants of their own
     std::memcpy(&bits, &instr.immediate, sizeof bits);
     text += " #" + std::to_string(bits);
+    if (instr.kind == ir::OpKind::Gather) text += " rank " + std::to_string(instr.indexRank);
   }
   text += std::string("\nreduction ") + (spec.body->reduction ? ir::opName(*spec.body->reduction) : "none") +
           "\n";

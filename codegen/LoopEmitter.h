@@ -32,6 +32,7 @@ struct KernelOperands {
   llvm::Value *output = nullptr;
   llvm::Value *reducedRank = nullptr; // reduction kernels only
   std::vector<llvm::Value *> inputs;  // each input's base pointer, then each extra output's (ScalarGraph)
+  std::vector<std::pair<llvm::Value *, llvm::Value *>> gatheredAxes; // size and stride of each (KernelArgs)
 };
 
 /// The base of the emitters that fill a kernel function's body: the loops of one target around
@@ -41,7 +42,7 @@ public:
   LoopEmitter(llvm::Function &function, const KernelSpec &spec, MathTarget target)
       : function(function), spec(spec), target(target),
         builder(llvm::BasicBlock::Create(function.getContext(), "entry", &function)),
-        inputScope(kernelInputScope(function.getContext())) {}
+        inputScope(kernelInputScope(function.getContext())), tables(spec.body->tableReaders()) {}
 
   llvm::IRBuilder<> &b() { return builder; }
 
@@ -60,6 +61,7 @@ public:
     operands.strides = field(3, pointer, "strides");
     operands.output = field(4, pointer, "output");
     if (spec.body->reduction) operands.reducedRank = field(5, builder.getInt64Ty(), "reduced.rank");
+    loadGatheredAxes(operands);
     return operands;
   }
 
@@ -75,7 +77,29 @@ public:
     operands.strides = function.getArg(kFusedStrides);
     operands.output = function.getArg(kFusedOutput);
     if (spec.body->reduction) operands.reducedRank = function.getArg(kFusedReducedRank);
+    loadGatheredAxes(operands);
     return operands;
+  }
+
+  /// The body's input values at `offsets` (one per array): each input's element, but null for a table, which
+  /// its gather reads through tableAccess.
+  std::vector<llvm::Value *> loadInputs(const KernelOperands &operands,
+                                        const std::vector<llvm::Value *> &offsets) {
+    std::vector<llvm::Value *> values;
+    for (size_t k = 0; k < spec.body->numInputs(); ++k)
+      values.push_back(tables[k] ? nullptr
+                                 : loadElement(builder, spec.body->inputDtypes[k], operands.inputs[k],
+                                               offsets[k], inputScope));
+    return values;
+  }
+
+  /// How the body's gathers read their tables at `offsets` (one per array): table k's element at offsets[k]
+  /// plus the gather's own offset.
+  TableAccess tableAccess(const KernelOperands &operands, const std::vector<llvm::Value *> &offsets) {
+    return {operands.gatheredAxes, [this, &operands, offsets](uint32_t input, llvm::Value *offset) {
+              return loadElement(builder, spec.body->inputDtypes[input], operands.inputs[input],
+                                 builder.CreateAdd(offsets[input], offset), inputScope);
+            }};
   }
 
   /// A local variable of the function (an entry-block alloca), set to `initial` here.
@@ -92,6 +116,18 @@ public:
   }
 
 protected:
+  /// The size and stride of each axis the body's gathers index, from the words after the strides.
+  void loadGatheredAxes(KernelOperands &operands) {
+    size_t axes = spec.body->gatheredAxes();
+    if (axes == 0) return;
+    llvm::Value *words = builder.CreateInBoundsGEP(
+        builder.getInt64Ty(), operands.strides,
+        builder.CreateMul(builder.getInt64(spec.body->numArrays()), operands.rank), "gathered.axes");
+    for (size_t a = 0; a < axes; ++a)
+      operands.gatheredAxes.emplace_back(loadInt64(words, builder.getInt64(2 * a)),
+                                         loadInt64(words, builder.getInt64(2 * a + 1)));
+  }
+
   /// The pointers of the arrays the body addresses: its inputs, then its extra outputs.
   std::vector<llvm::Value *> loadInputPointers(llvm::Value *inputs) {
     std::vector<llvm::Value *> pointers;
@@ -129,6 +165,7 @@ protected:
   MathTarget target;
   llvm::IRBuilder<> builder;
   llvm::MDNode *inputScope; // what the element loads read, which the output store never writes
+  std::vector<const ir::ScalarInstr *> tables; // per input, the gather that reads it as its table, or null
 };
 
 } // namespace tg::codegen

@@ -57,18 +57,21 @@ public:
     llvm::IRBuilder<> &b = this->b();
     Value *keptRank = b.CreateSub(operands.rank, operands.reducedRank, "kept.rank");
     Value *reducedCount = product(operands, keptRank, operands.rank);
-    auto onError = [&](Value *code) { b.CreateRet(code); };
+    // The elements' error codes, the largest kept and returned at the end: no exit from the loops, which
+    // therefore vectorize (a failing element has a value all the same: ScalarEmitter.h).
+    hostError = local(b.getInt32Ty(), b.getInt32(kKernelOk), "error");
+    auto onError = [&](Value *code) { noteError(code); };
     if (spec.layout == Layout::Contiguous) {
       forLoop(begin, end, b.getInt64(1), [&](Value *outputIndex) {
         Value *base = b.CreateMul(outputIndex, reducedCount, "row.base");
         llvm::AllocaInst *sum = local(accumulator.type, accumulator.identity(), "accumulator");
         forLoop(b.getInt64(0), reducedCount, b.getInt64(1), [&](Value *r) {
           Value *offset = b.CreateAdd(base, r);
-          accumulate(sum, operands, std::vector<Value *>(operands.inputs.size(), offset), onError);
+          accumulate(sum, operands, std::vector<Value *>(operands.inputs.size(), offset), onError, true);
         });
         store(operands, outputIndex, load(sum), reducedCount);
       });
-      b.CreateRet(b.getInt32(kKernelOk));
+      b.CreateRet(load(hostError));
       return;
     }
     // The innermost reduced axis (size 1, strides 0 when no axis is reduced); rows are the axes before it.
@@ -94,12 +97,17 @@ public:
           std::vector<Value *> offsets;
           for (size_t k = 0; k < numInputs; ++k)
             offsets.push_back(b.CreateAdd(bases[k], b.CreateMul(t, innerStrides[k])));
-          accumulate(sum, operands, offsets, onError);
+          accumulate(sum, operands, offsets, onError, true);
         });
       });
       store(operands, outputIndex, load(sum), reducedCount);
     });
-    b.CreateRet(b.getInt32(kKernelOk));
+    b.CreateRet(load(hostError));
+  }
+
+  /// Host: keeps the largest error code of the elements so far.
+  void noteError(Value *code) {
+    b().CreateStore(b().CreateBinaryIntrinsic(llvm::Intrinsic::umax, load(hostError), code), hostError);
   }
 
   /// Host, KernelSpec::blockedOutputs (keptRank >= 1): outputs [begin, end) in segments of at most
@@ -116,7 +124,7 @@ public:
                         const std::vector<Value *> &innerStrides) {
     llvm::IRBuilder<> &b = this->b();
     size_t numInputs = operands.inputs.size();
-    auto onError = [&](Value *code) { b.CreateRet(code); };
+    auto onError = [&](Value *code) { noteError(code); };
     llvm::AllocaInst *accumulators;
     {
       BasicBlock &entry = function.getEntryBlock();
@@ -155,7 +163,7 @@ public:
           std::vector<Value *> offsets;
           for (size_t k = 0; k < numInputs; ++k)
             offsets.push_back(b.CreateAdd(elementBases[k], b.CreateMul(j, lastStrides[k])));
-          accumulate(slot(j), operands, offsets, onError);
+          accumulate(slot(j), operands, offsets, onError, true);
         });
       });
     });
@@ -166,7 +174,7 @@ public:
     b.CreateStore(b.CreateAdd(start, count), next);
     b.CreateBr(test);
     b.SetInsertPoint(done);
-    b.CreateRet(b.getInt32(kKernelOk));
+    b.CreateRet(load(hostError));
   }
 
   /// Simulated device: block `blockIndex` of the PTX kernel's algorithm with its threads run one after
@@ -404,16 +412,16 @@ private:
 
   /// sum = combine(sum, lift(program at offsets)), and each extra output's value stored at its offset
   /// (offsets: one per array, the inputs' then the extra outputs'). When the program can fail, onError runs
-  /// with the code in a block of its own; unless it returns, the accumulation follows.
+  /// with the code: for every element where `everyElement`, else in a block of its own where the code is
+  /// not kKernelOk; unless it returns, the accumulation follows.
   void accumulate(Value *sum, const KernelOperands &operands, const std::vector<Value *> &offsets,
-                  const std::function<void(Value *)> &onError) {
+                  const std::function<void(Value *)> &onError, bool everyElement = false) {
     llvm::IRBuilder<> &b = this->b();
-    std::vector<Value *> values;
     size_t numInputs = spec.body->numInputs();
-    for (size_t k = 0; k < numInputs; ++k)
-      values.push_back(loadElement(b, spec.body->inputDtypes[k], operands.inputs[k], offsets[k], inputScope));
-    ScalarResult result = emitScalarBody(b, *spec.body, values, target);
-    if (result.errorCode) {
+    ScalarResult result =
+        emitScalarBody(b, *spec.body, loadInputs(operands, offsets), target, tableAccess(operands, offsets));
+    if (result.errorCode && everyElement) onError(result.errorCode);
+    if (result.errorCode && !everyElement) {
       BasicBlock *failed = block("element.failed"), *next = block("element.next");
       b.CreateCondBr(b.CreateICmpNE(result.errorCode, b.getInt32(kKernelOk)), failed, next);
       b.SetInsertPoint(failed);
@@ -479,6 +487,7 @@ private:
   }
 
   Accumulator accumulator;
+  llvm::AllocaInst *hostError = nullptr; // host: the largest error code of the elements so far
 };
 
 } // namespace

@@ -62,7 +62,8 @@ namespace {
 /// MATH_OP, as a call of its libm function. ScalarOps' emit functions build with `b` and the helpers below.
 class ScalarBuilder {
 public:
-  ScalarBuilder(llvm::IRBuilder<> &builder, MathTarget target) : b(builder), target(target) {}
+  ScalarBuilder(llvm::IRBuilder<> &builder, MathTarget target, const TableAccess &tables)
+      : b(builder), target(target), tables(tables) {}
 
   ScalarResult emit(const ir::ScalarGraph &graph, llvm::ArrayRef<Value *> inputs) {
     TG_ASSERT(inputs.size() == graph.numInputs())
@@ -164,6 +165,7 @@ private:
   Value *instruction(const ir::ScalarInstr &instr, const std::vector<Value *> &operands,
                      const std::vector<DType> &operandDtypes) {
     OpKind kind = instr.kind;
+    if (kind == OpKind::Gather) return gather(instr, operands, operandDtypes);
     TG_ASSERT(kind == OpKind::Full || operands.size() == static_cast<size_t>(ir::opInfo(kind).arity))
         << ir::opName(kind) << " with " << operands.size() << " operands in a scalar body";
     if (kind == OpKind::Full) return immediate(instr.dtype, instr.immediate);
@@ -194,6 +196,27 @@ private:
     TG_ASSERT(result->getType() == type(instr.dtype)) << ir::opName(kind) << " of " << ir::dtypeName(dtype)
                                                       << " cannot give " << ir::dtypeName(instr.dtype);
     return result;
+  }
+
+  /// A gather's element: the table read at the sum of each index, made non-negative, times its axis's
+  /// stride. An index outside [-size, size) is kIndexOutOfRange and reads place 0 along its axis (unsigned,
+  /// a negative index that stays negative compares as too large).
+  Value *gather(const ir::ScalarInstr &instr, const std::vector<Value *> &operands,
+                const std::vector<DType> &operandDtypes) {
+    TG_ASSERT(operands.size() >= 2 && !operands[0] && nextAxis + operands.size() - 1 <= tables.axes.size())
+        << "a gather of " << operands.size() - 1 << " indices, its table loaded or its axes not given";
+    Value *offset = b.getInt64(0);
+    for (size_t j = 1; j < operands.size(); ++j) {
+      TG_ASSERT(ir::isInteger(operandDtypes[j])) << "a gather's index of " << ir::dtypeName(operandDtypes[j]);
+      auto [size, stride] = tables.axes[nextAxis++];
+      Value *index = b.CreateSExt(operands[j], b.getInt64Ty());
+      Value *place = b.CreateSelect(b.CreateICmpSLT(index, b.getInt64(0)), b.CreateAdd(index, size), index);
+      Value *outside = b.CreateICmpUGE(place, size);
+      noteError(b.CreateSelect(outside, b.getInt32(kIndexOutOfRange + gathers), b.getInt32(kKernelOk)));
+      offset = b.CreateAdd(offset, b.CreateMul(b.CreateSelect(outside, b.getInt64(0), place), stride));
+    }
+    ++gathers;
+    return tables.load(instr.operands[0], offset);
   }
 
   /// Op S's emit (codegen/ScalarOps.h) of its operands.
@@ -231,6 +254,9 @@ private:
   }
 
   MathTarget target;
+  const TableAccess &tables;
+  size_t nextAxis = 0; // the gathered axis of tables.axes that the next gather's first index reads
+  int32_t gathers = 0; // the gathers emitted so far
   Value *errorCode = nullptr;
   bool inputFree = false; // the instruction being emitted reads immediates only
 };
@@ -258,8 +284,8 @@ Value *emitMathCall(llvm::IRBuilder<> &builder, MathTarget target, const std::st
 }
 
 ScalarResult emitScalarBody(llvm::IRBuilder<> &builder, const ir::ScalarGraph &graph,
-                            llvm::ArrayRef<Value *> inputs, MathTarget target) {
-  return ScalarBuilder(builder, target).emit(graph, inputs);
+                            llvm::ArrayRef<Value *> inputs, MathTarget target, const TableAccess &tables) {
+  return ScalarBuilder(builder, target, tables).emit(graph, inputs);
 }
 
 } // namespace tg::codegen

@@ -5,8 +5,10 @@
 
 #include "ir/ScalarGraph.h"
 
+#include <functional>
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/IR/IRBuilder.h>
+#include <utility>
 #include <vector>
 
 namespace tg::codegen {
@@ -48,7 +50,19 @@ struct ScalarResult {
 llvm::Value *emitMathCall(llvm::IRBuilder<> &builder, MathTarget target, const std::string &name,
                           llvm::ArrayRef<llvm::Value *> arguments, bool exact);
 
+/// How a body's gathers read their tables (ir/ScalarGraph.h), which the kernel's loops know: each gathered
+/// axis's size and the table's stride along it (i64), in the order of the body's gathers, and the element of
+/// table input `input` at `offset` elements (i64) from the one the kernel's element reads there.
+struct TableAccess {
+  std::vector<std::pair<llvm::Value *, llvm::Value *>> axes;
+  std::function<llvm::Value *(uint32_t input, llvm::Value *offset)> load;
+};
+
+/// `inputs` holds null for a table input, which only its gather reads, through `tables`; a gather whose
+/// index is out of range reads the table at the index's place along the axis 0 instead, and fails with
+/// kIndexOutOfRange.
 ScalarResult emitScalarBody(llvm::IRBuilder<> &builder, const ir::ScalarGraph &graph,
-                            llvm::ArrayRef<llvm::Value *> inputs, MathTarget target);
+                            llvm::ArrayRef<llvm::Value *> inputs, MathTarget target,
+                            const TableAccess &tables = {});
 
 } // namespace tg::codegen

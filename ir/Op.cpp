@@ -146,6 +146,20 @@ bool broadcastsTo(const Shape &from, const Shape &to) {
   return shape && sameSizes(*shape, to);
 }
 
+/// A fused node's iteration space: its inputs' broadcast shape, a gather's table taking part as it lies in
+/// the space (tableInSpace).
+Shape fusedSpace(const ScalarGraph &body, const std::vector<TensorType> &inputs) {
+  std::vector<const ScalarInstr *> tables = body.tableReaders();
+  Shape shape;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Shape own = tables[i] ? tableInSpace(*tables[i], inputs[i].shape, Dim::of(1)) : inputs[i].shape;
+    auto result = broadcastShapes(shape, own);
+    if (!result) fail("cannot broadcast " + shapeString(shape) + " with " + inputs[i].str());
+    shape = *result;
+  }
+  return shape;
+}
+
 /// gather(x, i0, ..., ik-1): x's shape with axes a .. a+k-1 replaced by the indices' broadcast shape; along
 /// an axis (keepdims), x's shape broadcast with the index's, the axis's size the index's. scatter_add and
 /// scatter_set(x, update, i0, ...): x's type, the update broadcasting to the shape gather would give.
@@ -687,15 +701,11 @@ TensorType inferHostType(const Op &op, const std::vector<TensorType> &inputs) {
     TG_ASSERT(attrs.body && attrs.body->numInputs() == inputs.size())
         << "fused: " << inputs.size() << " inputs for a body of "
         << (attrs.body ? attrs.body->numInputs() : 0);
-    Shape shape;
-    for (size_t i = 0; i < inputs.size(); ++i) {
+    for (size_t i = 0; i < inputs.size(); ++i)
       TG_ASSERT(inputs[i].dtype == attrs.body->inputDtypes[i])
           << "fused: input " << i << " is " << inputs[i].str() << ", the body reads "
           << dtypeName(attrs.body->inputDtypes[i]);
-      auto result = broadcastShapes(shape, inputs[i].shape);
-      if (!result) fail("cannot broadcast " + shapeString(shape) + " with " + inputs[i].str());
-      shape = *result;
-    }
+    Shape shape = fusedSpace(*attrs.body, inputs);
     TensorType value{attrs.body->resultDtype(), shape, input.place};
     for (uint32_t extra : attrs.body->extraOutputs)
       TG_ASSERT(extra >= inputs.size() && extra < attrs.body->numValues())
@@ -725,9 +735,7 @@ TensorType extraOutputType(const Op &fused, const std::vector<TensorType> &input
   const ScalarGraph &body = *fused.attrs().body;
   TG_ASSERT(index >= 1 && index <= body.extraOutputs.size())
       << "fused: no output " << index << " in a body of " << body.extraOutputs.size() << " extra outputs";
-  Shape space;
-  for (const TensorType &input : inputs)
-    space = *broadcastShapes(space, input.shape); // inferType has checked that they broadcast
+  Shape space = fusedSpace(body, inputs);
   return {body.dtypeOf(body.extraOutputs[index - 1]), space, fused.place()};
 }
 

@@ -11,7 +11,21 @@ namespace tg::ir {
 bool ScalarInstr::operator==(const ScalarInstr &other) const {
   // Immediates compare by bits, so that NaN equals NaN and 0.0 differs from -0.0, as constants merge.
   return kind == other.kind && dtype == other.dtype && operands == other.operands &&
-         std::memcmp(&immediate, &other.immediate, sizeof immediate) == 0;
+         std::memcmp(&immediate, &other.immediate, sizeof immediate) == 0 && indexRank == other.indexRank;
+}
+
+std::vector<const ScalarInstr *> ScalarGraph::tableReaders() const {
+  std::vector<const ScalarInstr *> readers(numInputs(), nullptr);
+  for (const ScalarInstr &instr : body)
+    if (instr.kind == OpKind::Gather) readers.at(instr.operands[0]) = &instr;
+  return readers;
+}
+
+size_t ScalarGraph::gatheredAxes() const {
+  size_t axes = 0;
+  for (const ScalarInstr &instr : body)
+    if (instr.kind == OpKind::Gather) axes += instr.operands.size() - 1;
+  return axes;
 }
 
 DType ScalarGraph::dtypeOf(uint32_t value) const {
@@ -36,6 +50,7 @@ size_t ScalarGraph::hash() const {
     uint64_t bits;
     std::memcpy(&bits, &instr.immediate, sizeof bits);
     mix(std::hash<uint64_t>()(bits));
+    mix(instr.indexRank);
   }
   if (reduction) mix(0x100 + static_cast<size_t>(*reduction));
   for (uint32_t value : extraOutputs)
@@ -65,6 +80,7 @@ std::string ScalarGraph::str() const {
     out << opName(instr.kind) << " " << dtypeName(instr.dtype);
     for (size_t j = 0; j < instr.operands.size(); ++j)
       out << (j ? ", %" : " %") << instr.operands[j];
+    if (instr.kind == OpKind::Gather) out << " axis " << instr.immediate << " rank " << instr.indexRank;
     out << "\n";
   }
   if (reduction) out << "reduce " << opName(*reduction) << " %" << numValues() - 1 << "\n";

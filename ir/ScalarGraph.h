@@ -18,11 +18,23 @@
 //
 // Extra outputs: a value of the program that is also read outside the kernel is written as one more output
 // of the fused node (extraOutputs), `output 1 = %2` in str().
+//
+// Gathers: a `gather` instruction reads an element of a table, an input that the kernel addresses instead of
+// loading (its operand 0; no other instruction reads it), at the index values its other operands give:
+//
+//   relu(E[idx])  =  fused{gather, relu}(E, expand_dims(idx))     %2 = gather f32 %0, %1 axis 0 rank 2
+//                                                                 %3 = relu %2
+//
+// The table takes part in the kernel's space as tableInSpace() places it (its gathered axes replaced by
+// `indexRank` axes of size 1, which the index values span), so that an element of the space reads the table
+// at its own offset there plus, for each index value j, norm(index_j) * stride of the table's axis axis + j;
+// an index outside [-size, size) of its axis is the kernel's error.
 #pragma once
 
 #include "ir/DType.h"
 #include "ir/Op.h"
 #include "ir/SmallVector.h"
+#include "ir/SourceLoc.h"
 
 #include <cstdint>
 #include <optional>
@@ -35,7 +47,9 @@ struct ScalarInstr {
   OpKind kind;
   DType dtype;                       // the result's dtype (for cast: the target dtype)
   SmallVector<uint32_t, 3> operands; // value indices, each smaller than this instruction's own value index
-  double immediate = 0;              // kind == Full: the constant, converted to dtype as a C++ cast would
+  double immediate = 0;              // kind == Full: the constant, converted to dtype as a C++ cast would;
+                                     // kind == Gather: the table's first gathered axis
+  uint32_t indexRank = 0;            // kind == Gather: the axes of the space its index values span
   bool operator==(const ScalarInstr &other) const;
 };
 
@@ -50,12 +64,20 @@ struct ScalarGraph {
   // iteration space (an elementwise body's result shape; a reduction's space before it is reduced), in its
   // own dtype.
   SmallVector<uint32_t, 2> extraOutputs;
+  // Where each gather of the body was written, in the body's order: where a kernel's index error is reported.
+  // Not part of the program (== and hash leave it out).
+  std::vector<SourceLoc> gatherLocs;
 
   size_t numInputs() const { return inputDtypes.size(); }
   size_t numValues() const { return inputDtypes.size() + body.size(); }
   /// The arrays a kernel of this body addresses element by element: its inputs, then its extra outputs
   /// (codegen's KernelArgs lists their pointers and strides in that order).
   size_t numArrays() const { return inputDtypes.size() + extraOutputs.size(); }
+  /// Per input, the gather instruction that reads it as its table, or null: one pass over the body.
+  std::vector<const ScalarInstr *> tableReaders() const;
+  /// The axes the body's gathers index, over all its gathers: a kernel's arguments give each one's size and
+  /// stride (codegen's KernelArgs).
+  size_t gatheredAxes() const;
   /// The dtype of array k of those: an input's, or an extra output's value's.
   DType arrayDtype(size_t k) const {
     return k < numInputs() ? inputDtypes[k] : dtypeOf(extraOutputs[k - numInputs()]);
@@ -70,6 +92,21 @@ struct ScalarGraph {
   /// One line per instruction, "%4 = add f32 %3, %2", for dumps and kernel comments.
   std::string str() const;
 };
+
+/// Where a gather's table lies in the kernel's space: its axes before the gathered ones, `indexRank` axes of
+/// `filler` where the index values' axes are, then its axes after the gathered ones. Of the table's shape
+/// (filler 1) this is the shape it broadcasts with the space as; of its strides (filler 0), its strides
+/// there.
+template <typename Sizes, typename Size>
+Sizes tableInSpace(const ScalarInstr &gather, const Sizes &table, Size filler) {
+  auto axis = static_cast<size_t>(gather.immediate);
+  size_t after = axis + gather.operands.size() - 1;
+  Sizes placed(table.begin(), table.begin() + static_cast<ptrdiff_t>(axis));
+  for (uint32_t i = 0; i < gather.indexRank; ++i)
+    placed.push_back(filler);
+  placed.insert(placed.end(), table.begin() + static_cast<ptrdiff_t>(after), table.end());
+  return placed;
+}
 
 /// Whether `kind` can be an instruction of a scalar graph: every elementwise op.
 bool isScalarOp(OpKind kind);

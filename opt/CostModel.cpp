@@ -253,10 +253,20 @@ double CostModel::memoryBytes(const ir::Node &node) const {
       total += bytes(node.input(i)->type());
     return total;
   }
-  // zeros_like, ones_like, dim_size and arange read their input's shape, not its elements.
+  // zeros_like, ones_like, dim_size and arange read their input's shape, not its elements; an elementwise
+  // kernel's gather reads of its table what it gathers (one element per output element at most).
   bool readsShapeOnly = ir::opInfo(kind).fusion == ir::FusionKind::Creation || kind == OpKind::DimSize;
-  for (const ir::Value *input : node.inputs())
-    if (!input->type().isScalar() && !readsShapeOnly) total += bytes(input->type());
+  std::vector<const ir::ScalarInstr *> tables;
+  if (kind == OpKind::Fused && !node.op().attrs().body->reduction)
+    tables = node.op().attrs().body->tableReaders();
+  for (size_t i = 0; i < node.inputs().size(); ++i) {
+    const ir::TensorType &input = node.input(i)->type();
+    if (input.isScalar() || readsShapeOnly) continue;
+    if (i < tables.size() && tables[i])
+      total += std::min(bytes(input), elements(node.output()->type()) * ir::dtypeSize(input.dtype));
+    else
+      total += bytes(input);
+  }
   return total;
 }
 

@@ -30,6 +30,12 @@ bool isPrologueRoot(const Node *node) {
   return ir::isPrologueReduction(node->op().kind());
 }
 
+/// A gather joins a cluster as an indexed load (ir/ScalarGraph.h): its table stays an array the kernel reads
+/// where the indices say, its indices are values of the kernel's space.
+bool isGather(const Node *node) {
+  return node->op().kind() == ir::OpKind::Gather;
+}
+
 /// A 0-d constant, which the program holds as an immediate instead of reading it; immediates are doubles,
 /// so a 64-bit integer beyond 2**53 stays an input, read exactly.
 bool isImmediate(const Value *value) {
@@ -48,7 +54,7 @@ public:
   /// members.
   ClusterBuilder(ir::Graph &graph, std::vector<Node *> order, PlacementReasons *placement)
       : graph_(graph), placement_(placement), order_(std::move(order)), clusterOf_(graph.nodeIdBound(), -1),
-        position_(graph.nodeIdBound(), 0) {
+        position_(graph.nodeIdBound(), 0), firstNewNode_(graph.nodeIdBound()) {
     for (size_t i = 0; i < order_.size(); ++i)
       position_[static_cast<size_t>(order_[i]->id())] = static_cast<uint32_t>(i);
   }
@@ -78,8 +84,18 @@ public:
   /// replaced and where they go in the order is known, so neither takes a walk through the graph (a cascade
   /// of dependent loads on a large one). Removed together, a value many of them read is filtered once.
   void finish() {
-    order_.erase(std::remove(order_.begin(), order_.end(), nullptr), order_.end());
-    graph_.assumeToposort(std::move(order_), dead_);
+    // The index alignments go just before the fused nodes that read them.
+    std::stable_sort(aligned_.begin(), aligned_.end(),
+                     [](const auto &a, const auto &b) { return a.first < b.first; });
+    std::vector<Node *> order;
+    order.reserve(order_.size() + aligned_.size());
+    auto next = aligned_.begin();
+    for (uint32_t place = 0; place < order_.size(); ++place) {
+      for (; next != aligned_.end() && next->first == place; ++next)
+        order.push_back(next->second);
+      if (order_[place]) order.push_back(order_[place]);
+    }
+    graph_.assumeToposort(std::move(order), dead_);
   }
 
 private:
@@ -95,6 +111,8 @@ private:
     outputs_.clear();
     externals_.clear();
     externalCount_ = 0;
+    tables_.clear();
+    extraSlots_ = 0;
     copies_ = 0;
     reduction_ = isPrologueRoot(root);
     rootPosition_ = firstOutput_ = position_[static_cast<size_t>(root->id())];
@@ -111,9 +129,11 @@ private:
       for (Value *input : root->inputs())
         if (!isImmediate(input)) markExternal(input);
     }
-    for (size_t next = 0; next < members_.size(); ++next)
-      for (Value *input : members_[next].node->inputs())
-        absorbIfFits(input);
+    for (size_t next = 0; next < members_.size(); ++next) {
+      const Node *member = members_[next].node;
+      for (size_t i = isGather(member) ? 1 : 0; i < member->inputs().size(); ++i) // a table stays an array
+        absorbIfFits(member->input(i));
+    }
     // Producers first: the members as the graph's order lists them (found consumers first, they would
     // otherwise need a walk through them, a cache miss per member on a large graph).
     std::sort(members_.begin(), members_.end(),
@@ -135,6 +155,9 @@ private:
     }
     uint32_t place = placeAtRoot_ ? rootPosition_ : firstOutput_;
     order_[place] = fused;
+    for (Node *alignment : alignments_)
+      aligned_.emplace_back(place, alignment);
+    alignments_.clear();
     position_.resize(graph_.nodeIdBound(), 0);
     position_[static_cast<size_t>(fused->id())] = place;
     return members_.size() + (reduction_ ? 1 : 0);
@@ -160,9 +183,12 @@ private:
 
   void absorbIfFits(Value *input) {
     Node *producer = input->owner();
-    if (!producer || !(isFill(producer) || (fusible(producer) && !clustered(producer)))) return;
+    bool gather = producer && isGather(producer) && !clustered(producer);
+    if (!producer || !(isFill(producer) || gather || (fusible(producer) && !clustered(producer)))) return;
     if (producer->op().place() != place_ || input->type().shape != shape_) return;
     if (members_.size() >= kMaxKernelOps) return;
+    // A table is an array: a member's value cannot be one.
+    if (gather && isMemberValue(producer->input(0))) return;
     // Read outside the cluster: by a graph output or a node that stays (the nodes the pass replaced are
     // listed as readers until it removes them, at the end).
     // A fill counts as a reader that stays (until the stage ends) even inside the cluster: another cluster
@@ -170,6 +196,7 @@ private:
     bool shared = false, compared = false, materialized = false;
     uint32_t firstReader = kNoPosition; // of the readers that stay, in the order (a graph output: none)
     for (const ir::Use &use : input->clients()) {
+      if (use.node && use.index == 0 && isGather(use.node) && clusterOfNode(use.node) == cluster_) return;
       bool stays =
           !use.node || ((clusterOfNode(use.node) != cluster_ || isFill(use.node)) && !dies(use.node));
       shared = shared || stays;
@@ -182,15 +209,19 @@ private:
     // costs less than a round trip through memory. Two kernels may compute one value with different last
     // bits (vector math in one, scalar in the other), so a value that is compared is never recomputed: max's
     // gradient, x == max(x), must see its own maximum.
+    if (gather && shared) return; // read outside too: it stays a gather of its own
     bool output = shared && !isFill(producer) && (!reduction_ || materialized);
     bool copy = shared && !isFill(producer) && !output;
     if (copy && (copies_ == kMaxPrologueCopies || compared)) return;
     // Absorbing the producer trades its value for its own operands as inputs of the fused node (and, as an
     // output, for an array written).
-    size_t added = 0;
-    for (Value *operand : producer->inputs())
+    // A gather's table is an input of its own; indices aligned to the space (alignedIndices) may be too.
+    size_t added = 0, extra = gather ? 1 + (alignedIndices(producer) ? producer->inputs().size() - 1 : 0) : 0;
+    for (size_t i = gather ? 1 : 0; i < producer->inputs().size(); ++i) {
+      Value *operand = producer->input(i);
       added += !isImmediate(operand) && !isMemberValue(operand) && !isExternal(operand);
-    if (externalCount_ - 1 + added + outputs_.size() + output > kMaxFusedInputs) return;
+    }
+    if (externalCount_ + extraSlots_ - 1 + added + extra + outputs_.size() + output > kMaxFusedInputs) return;
     // The fused node must come after what it reads and before what reads its outputs. At the root's place,
     // it does while every output's other readers come after the root; else at its first output's place,
     // while everything it reads comes before that.
@@ -199,6 +230,8 @@ private:
     if (!atRoot) {
       for (const Value *external : externals_)
         if (external != input && producedAt(external) >= first) return;
+      for (const Value *table : tables_)
+        if (producedAt(table) >= first) return;
       for (const Value *operand : producer->inputs())
         if (!isImmediate(operand) && !isMemberValue(operand) && producedAt(operand) >= first) return;
     }
@@ -209,8 +242,22 @@ private:
     clusterOf_[static_cast<size_t>(producer->id())] = cluster_;
     members_.push_back(memberAt(producer));
     unmarkExternal(input);
-    for (Value *operand : producer->inputs())
+    extraSlots_ += extra;
+    if (gather) tables_.push_back(producer->input(0));
+    for (size_t i = gather ? 1 : 0; i < producer->inputs().size(); ++i) {
+      Value *operand = producer->input(i);
       if (!isImmediate(operand) && !isMemberValue(operand)) markExternal(operand);
+    }
+  }
+
+  /// Whether a gather's indices need axes after theirs to lie where the gather's result has them in the
+  /// space (NumPy's x[:, idx] of a matrix: the index's axis, then the table's last): a gather of integer
+  /// arrays with table axes after the gathered ones. Along an axis, the index already has the table's rank.
+  static bool alignedIndices(const Node *gather) {
+    const ir::OpAttrs &attrs = gather->op().attrs();
+    size_t indices = gather->inputs().size() - 1;
+    return !attrs.keepdims &&
+           static_cast<size_t>(attrs.axes.at(0)) + indices < gather->input(0)->type().rank();
   }
 
   // Per-value marks of the cluster being grown, by value id, stamped with the cluster's number so that no
@@ -275,7 +322,7 @@ private:
   bool dies(const Node *reader) const {
     if (!reader) return false;
     size_t id = static_cast<size_t>(reader->id());
-    if (id >= position_.size()) return false; // a fused node
+    if (id >= firstNewNode_) return false; // a fused node, or an index alignment
     const Node *listed = order_[position_[id]];
     return listed != reader;
   }
@@ -304,13 +351,31 @@ private:
       valueStamp_[id] = stamp;
       valueSlot_[id] = operand;
     };
-    auto readInput = [&](Value *input) {
-      number(input, static_cast<uint32_t>(inputs.size()));
+    // An input that only one operand reads (a gather's table, an aligned index): not numbered.
+    auto readSlot = [&](Value *input) {
       inputs.push_back(input);
       body->inputDtypes.push_back(input->type().dtype);
       return static_cast<uint32_t>(inputs.size() - 1);
     };
+    auto readInput = [&](Value *input) {
+      number(input, static_cast<uint32_t>(inputs.size()));
+      return readSlot(input);
+    };
+    // The operand that reads `input`: a value the program has, an immediate, or a new input.
+    auto operandOf = [&](Value *input) {
+      if (std::optional<uint32_t> operand = numbered(input)) return *operand;
+      if (!isImmediate(input)) return readInput(input);
+      instrs.push_back({ir::OpKind::Full, input->type().dtype, {}, input->constant().get(0)});
+      number(input, kInstructionBit | static_cast<uint32_t>(instrs.size() - 1));
+      return kInstructionBit | static_cast<uint32_t>(instrs.size() - 1);
+    };
     for (const auto &[position, member] : members_) {
+      if (isGather(member)) {
+        instrs.push_back(gatherInstr(member, operandOf, readSlot));
+        body->gatherLocs.push_back(member->loc());
+        number(member->output(), kInstructionBit | static_cast<uint32_t>(instrs.size() - 1));
+        continue;
+      }
       if (std::optional<double> fill = ir::fillValue(member->op().kind())) {
         // An immediate; its operand is an input all the same (unless the program computes it), for its shape.
         if (!numbered(member->input(0))) readInput(member->input(0));
@@ -319,17 +384,8 @@ private:
         continue;
       }
       ir::ScalarInstr instr{member->op().kind(), member->output()->type().dtype, {}, 0};
-      for (Value *input : member->inputs()) {
-        if (std::optional<uint32_t> operand = numbered(input)) {
-          instr.operands.push_back(*operand);
-        } else if (isImmediate(input)) {
-          instrs.push_back({ir::OpKind::Full, input->type().dtype, {}, input->constant().get(0)});
-          number(input, kInstructionBit | static_cast<uint32_t>(instrs.size() - 1));
-          instr.operands.push_back(kInstructionBit | static_cast<uint32_t>(instrs.size() - 1));
-        } else {
-          instr.operands.push_back(readInput(input));
-        }
-      }
+      for (Value *input : member->inputs())
+        instr.operands.push_back(operandOf(input));
       instrs.push_back(std::move(instr));
       number(member->output(), kInstructionBit | static_cast<uint32_t>(instrs.size() - 1));
     }
@@ -361,6 +417,36 @@ private:
     return fused;
   }
 
+  /// A gather member's instruction: its table an input of its own, its indices operands of the program
+  /// (aligned to the space first where alignedIndices says).
+  template <typename OperandOf, typename ReadSlot>
+  ir::ScalarInstr gatherInstr(Node *gather, OperandOf &operandOf, ReadSlot &readSlot) {
+    Value *table = gather->input(0);
+    size_t axis = static_cast<size_t>(gather->op().attrs().axes.at(0)), indices = gather->inputs().size() - 1;
+    ir::ScalarInstr instr{ir::OpKind::Gather, gather->output()->type().dtype, {}, static_cast<double>(axis)};
+    instr.indexRank =
+        static_cast<uint32_t>(gather->output()->type().rank() - (table->type().rank() - indices));
+    instr.operands.push_back(readSlot(table));
+    bool align = alignedIndices(gather);
+    for (size_t i = 1; i <= indices; ++i) {
+      Value *index = gather->input(i);
+      if (!align || isImmediate(index)) {
+        instr.operands.push_back(operandOf(index));
+        continue;
+      }
+      // The table's axes after the gathered ones follow the index's in the space: size-1 axes in their place.
+      ir::OpAttrs attrs;
+      size_t rank = index->type().rank(), after = table->type().rank() - axis - indices;
+      for (size_t added = 0; added < after; ++added)
+        attrs.axes.push_back(static_cast<int64_t>(rank + added));
+      Node *alignment = graph_.addNode(ir::Op(ir::OpKind::ExpandDims, std::move(attrs), place_), {index},
+                                       gather->loc(), gather->pin());
+      alignments_.push_back(alignment);
+      instr.operands.push_back(readSlot(alignment->output()));
+    }
+    return instr;
+  }
+
   ir::Graph &graph_;
   PlacementReasons *placement_;
   std::vector<Node *> order_;      // the graph's order, becoming the new one: fused nodes in, the dead null
@@ -374,11 +460,16 @@ private:
   size_t copies_ = 0;
   uint32_t rootPosition_ = 0, firstOutput_ = 0; // the root's place; the first place of an output
   bool placeAtRoot_ = true;                     // whether the fused node can take the root's place
+  size_t firstNewNode_; // node ids from here on are the pass's: fused nodes and index alignments
   std::vector<Member> members_;
-  std::vector<const Node *> outputs_;    // members whose values are read outside: extra outputs
-  std::vector<const Value *> externals_; // the values marked external
-  std::vector<Member> copied_;           // the stage's members of prologues that copy, alive or not
-  std::vector<Node *> dead_;             // the clusters' nodes, then the copies nothing reads
+  std::vector<const Value *> tables_; // the gathers' tables: inputs of their own, like externals
+  size_t extraSlots_ = 0;          // inputs the gathers read besides the externals: tables, aligned indices
+  std::vector<Node *> alignments_; // the index alignments of the cluster being built
+  std::vector<std::pair<uint32_t, Node *>> aligned_; // every alignment, at the place of its fused node
+  std::vector<const Node *> outputs_;                // members whose values are read outside: extra outputs
+  std::vector<const Value *> externals_;             // the values marked external
+  std::vector<Member> copied_; // the stage's members of prologues that copy, alive or not
+  std::vector<Node *> dead_;   // the clusters' nodes, then the copies nothing reads
   static constexpr uint32_t kExternal = ~0u;
   std::vector<int> valueStamp_;     // by value id: whose mark valueSlot_ holds
   std::vector<uint32_t> valueSlot_; // by value id: kExternal while growing, the operand number in build

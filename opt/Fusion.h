@@ -10,8 +10,11 @@
 //      relu
 //
 // Policy (which ops may join, kept apart from the mechanism below): elementwise ops (FusionKind::Elementwise
-// in Ops.def) of the same place. Mechanism: nodes are visited consumers first; an unclustered elementwise
-// node roots a cluster, which absorbs a producer when every reader of the producer's value is already in the
+// in Ops.def) of the same place, and gathers that only the cluster reads, as indexed loads
+// (ir/ScalarGraph.h): the table stays an input of its own, never a member's value; the indices are operands,
+// aligned to the space by an expand_dims node (placed just before the fused node) where the table has axes
+// after the gathered ones. Mechanism: nodes are visited consumers first; an unclustered elementwise node
+// roots a cluster, which absorbs a producer when every reader of the producer's value is already in the
 // cluster (so nothing is computed twice) and the producer's value has the root's shape (so a small operand is
 // not recomputed for every element it is broadcast to). 0-d constants become immediates of the program.
 // Each node is visited once and each edge looked at a bounded number of times; a cluster's members are put

@@ -187,8 +187,11 @@ struct DeviceLayer::PackedArgs {
   DeviceAddress shape, strides, inputs, errorFlag; // strides: 0 when the launch reads none
 };
 
-DeviceLayer::PackedArgs DeviceLayer::pack(const codegen::KernelArgs &args, size_t numInputs, bool strided) {
-  size_t rank = static_cast<size_t>(args.rank), strideCount = strided ? numInputs * rank : 0;
+DeviceLayer::PackedArgs DeviceLayer::pack(const codegen::KernelArgs &args, const ir::ScalarGraph &body,
+                                          bool strided) {
+  // The strides with the gathered axes' words after them (KernelArgs).
+  size_t numInputs = body.numArrays(), rank = static_cast<size_t>(args.rank),
+         strideCount = strided ? numInputs * rank + 2 * body.gatheredAxes() : 0;
   std::vector<int64_t> words;
   words.insert(words.end(), args.shape, args.shape + rank);
   words.insert(words.end(), args.strides, args.strides + strideCount);
@@ -236,7 +239,7 @@ void DeviceLayer::issue(const FusedKernelLaunch &fused) {
   if (!kernelCanFail(*fused.spec.body)) return;
   int32_t code = 0;
   toHost(&code, fused.parameters[codegen::kFusedErrorFlag], sizeof code);
-  if (code != codegen::kKernelOk) throw ir::UserError(codegen::kernelErrorMessage(code));
+  if (code != codegen::kKernelOk) throw codegen::kernelError(*fused.spec.body, code);
 }
 
 Tensor DeviceLayer::elementwise(const ir::ScalarGraph &body, const std::vector<Tensor> &inputs,
@@ -249,7 +252,7 @@ Tensor DeviceLayer::elementwise(const ir::ScalarGraph &body, const std::vector<T
   int64_t count = bound.output.numElements();
   if (count == 0) return bound.output;
   bool strided = bound.layout == codegen::Layout::Strided;
-  PackedArgs packed = pack(bound.args, body.numArrays(), strided);
+  PackedArgs packed = pack(bound.args, body, strided);
   issue(fusedLaunch({&body, bound.layout}, elementwiseGrid(count, multiprocessors_), count, bound.args,
                     packed, addressOf(bound.output)));
   return bound.output;
@@ -269,7 +272,7 @@ Tensor DeviceLayer::reduce(const ir::Op &op, const std::vector<Tensor> &inputs, 
     fill.body.push_back({OpKind::Full, dtype, {}, emptyReduction(*body.reduction)});
     return elementwise(fill, {}, bound.output.shape());
   }
-  PackedArgs packed = pack(bound.args, body.numArrays(), true);
+  PackedArgs packed = pack(bound.args, body, true);
   issue(fusedLaunch({&body, bound.layout}, reductionGrid(count, bound.reducedCount, multiprocessors_), count,
                     bound.args, packed, addressOf(bound.output)));
   return bound.output;

@@ -178,7 +178,7 @@ private:
   Tensor index(const ir::Node &node, const std::vector<Tensor> &inputs);
   void issue(const IndexKernelLaunch &index);
   struct PackedArgs;
-  PackedArgs pack(const codegen::KernelArgs &args, size_t numInputs, bool strided);
+  PackedArgs pack(const codegen::KernelArgs &args, const ir::ScalarGraph &body, bool strided);
   FusedKernelLaunch fusedLaunch(const codegen::KernelSpec &spec, const Grid &grid, int64_t count,
                                 const codegen::KernelArgs &args, const PackedArgs &packed,
                                 DeviceAddress output);

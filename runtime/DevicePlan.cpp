@@ -47,7 +47,7 @@ DeviceStep kernelStep(Kind kind, std::shared_ptr<const ir::Op> fused) {
 
 bool kernelCanFail(const ir::ScalarGraph &body) {
   return std::any_of(body.body.begin(), body.body.end(), [](const ir::ScalarInstr &instr) {
-    return instr.kind == OpKind::Pow && !ir::isFloat(instr.dtype);
+    return (instr.kind == OpKind::Pow && !ir::isFloat(instr.dtype)) || instr.kind == OpKind::Gather;
   });
 }
 

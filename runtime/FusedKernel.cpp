@@ -12,21 +12,22 @@
 #include "runtime/WorkerPool.h"
 
 #include <algorithm>
+#include <cstring>
 #include <span>
 
 namespace tg::runtime {
 
 namespace {
 
-void check(int32_t code) {
-  if (code != codegen::kKernelOk) throw ir::UserError(codegen::kernelErrorMessage(code));
+void check(const codegen::KernelSpec &spec, int32_t code) {
+  if (code != codegen::kKernelOk) throw codegen::kernelError(*spec.body, code);
 }
 
 /// Runs the host kernel compiled for `spec` over outputs [0, count), split into `threads` equal ranges.
 void runOnThreads(const codegen::KernelSpec &spec, codegen::HostKernel kernel,
                   const codegen::KernelArgs &args, int64_t count, int64_t threads) {
   if (threads <= 1) {
-    check(codegen::runHostKernel(spec, kernel, args, 0, count));
+    check(spec, codegen::runHostKernel(spec, kernel, args, 0, count));
     return;
   }
   std::vector<int32_t> codes(static_cast<size_t>(threads), codegen::kKernelOk);
@@ -35,25 +36,32 @@ void runOnThreads(const codegen::KernelSpec &spec, codegen::HostKernel kernel,
         codegen::runHostKernel(spec, kernel, args, count * t / threads, count * (t + 1) / threads);
   });
   for (int32_t code : codes)
-    check(code);
+    check(spec, code);
 }
 
 /// A tensor of `dtype` and `shape`: over an operand the caller gave up when one fits (each output element is
-/// then written where only the same element of that operand was read), else a new one.
-Tensor outputOver(const std::vector<Tensor> &operands, bool reuseOperands, ir::DType dtype,
-                  const std::vector<int64_t> &shape) {
-  if (reuseOperands)
-    for (const Tensor &operand : operands)
-      if (operand.ownsBufferAlone() && operand.memory() == Memory::Host && operand.dtype() == dtype &&
-          operand.offset() == 0 && operand.shape() == shape && operand.isContiguous())
-        return operand;
+/// then written where only the same element of that operand was read: never a gather's table, read
+/// anywhere), else a new one.
+Tensor outputOver(const ir::ScalarGraph &body, const std::vector<Tensor> &operands, bool reuseOperands,
+                  ir::DType dtype, const std::vector<int64_t> &shape) {
+  auto readAsTable = [&](size_t k) {
+    return std::any_of(body.body.begin(), body.body.end(), [k](const ir::ScalarInstr &instr) {
+      return instr.kind == ir::OpKind::Gather && instr.operands[0] == k;
+    });
+  };
+  for (size_t k = 0; reuseOperands && k < operands.size(); ++k) {
+    const Tensor &operand = operands[k];
+    if (operand.ownsBufferAlone() && operand.memory() == Memory::Host && operand.dtype() == dtype &&
+        operand.offset() == 0 && operand.shape() == shape && operand.isContiguous() && !readAsTable(k))
+      return operand;
+  }
   return Tensor::empty(dtype, shape);
 }
 
 Tensor runHost(const ir::ScalarGraph &body, const std::vector<Tensor> &operands, bool reuseOperands,
                HostLaunchMemo *memo, std::span<Tensor> extraOutputs) {
   Launch launch(body, operands, [&](ir::DType dtype, std::vector<int64_t> shape) {
-    return outputOver(operands, reuseOperands, dtype, shape);
+    return outputOver(body, operands, reuseOperands, dtype, shape);
   });
   codegen::KernelSpec spec{&body, launch.layout};
   if (launch.layout == codegen::Layout::Strided) // specialized for unit and zero strides along the last axis
@@ -96,14 +104,11 @@ Tensor runHostReduction(const ir::Op &op, const std::vector<Tensor> &operands, i
             ? std::vector<codegen::InnerStride>(body.numArrays(), codegen::InnerStride::Zero)
             : codegen::innerStridePattern(launch.strides, body.numArrays(), launch.shape.size());
   spec.blockedOutputs = readsAcrossOutputs(launch, body.numArrays());
-  std::vector<int64_t> space;
-  for (const Tensor &operand : operands)
-    space = broadcastShapes(space, operand.shape());
   codegen::HostKernel kernel = codegen::compileHostKernel(spec);
   int64_t count = launch.output.numElements();
   int64_t work = count * std::max<int64_t>(launch.reducedCount, 1);
   int64_t threads = std::clamp<int64_t>(std::min(work / kElementsPerThread, count), 1, hostThreads());
-  if (memo) memo->record(operands, spec, kernel, launch.args, launch.output.shape(), space, threads);
+  if (memo) memo->record(operands, spec, kernel, launch.args, launch.output.shape(), launch.space, threads);
   if (count > 0) runOnThreads(spec, kernel, launch.args, count, threads);
   std::move(launch.extraOutputs.begin(), launch.extraOutputs.end(), extraOutputs.begin());
   return launch.output;
@@ -116,11 +121,11 @@ Tensor runMemoized(const HostLaunchMemo &memo, const std::vector<Tensor> &operan
   const ir::ScalarGraph &body = *memo.spec.body;
   bool reduction = body.reduction.has_value();
   Tensor output = reduction ? Tensor::empty(dtype, memo.outputShape)
-                            : outputOver(operands, reuseOperands, dtype, memo.outputShape);
+                            : outputOver(body, operands, reuseOperands, dtype, memo.outputShape);
   for (size_t k = 0; k < extraOutputs.size(); ++k) {
     ir::DType extraDtype = body.arrayDtype(body.numInputs() + k);
     extraOutputs[k] = reduction ? Tensor::empty(extraDtype, memo.extraShape)
-                                : outputOver(operands, reuseOperands, extraDtype, memo.extraShape);
+                                : outputOver(body, operands, reuseOperands, extraDtype, memo.extraShape);
   }
   int64_t count = output.numElements();
   if (count == 0) return output;
@@ -139,6 +144,52 @@ Tensor runMemoized(const HostLaunchMemo &memo, const std::vector<Tensor> &operan
   return output;
 }
 
+/// A gather instruction of a fused program, element by element: over the broadcast shape of its table as it
+/// lies in the space (ir::tableInSpace) and its index values, the table's element at its place in the space
+/// plus, for each index, the index (counted from the end when negative) times the table's stride along its
+/// axis.
+Tensor gatherElements(const ir::ScalarInstr &gather, const Tensor &table,
+                      const std::vector<Tensor> &indices) {
+  std::vector<int64_t> strides = ir::tableInSpace(gather, table.strides(), int64_t(0));
+  Tensor placed = table.view(ir::tableInSpace(gather, table.shape(), int64_t(1)), strides, table.offset());
+  std::vector<int64_t> space = placed.shape();
+  for (const Tensor &index : indices)
+    space = broadcastShapes(space, index.shape());
+  std::vector<Tensor> spread; // each index as i64 over the space, C order
+  for (const Tensor &index : indices) {
+    Tensor wide = Tensor::empty(ir::DType::I64, space);
+    ir::OpAttrs attrs;
+    attrs.dtype = ir::DType::I64;
+    Tensor cast = runOp(ir::Op(ir::OpKind::Cast, attrs), {index}, {{ir::DType::I64, {}, ir::Place::Host}})[0];
+    wide.copyFrom(cast.view(space, broadcastStrides(cast, space), cast.offset()));
+    spread.push_back(wide);
+  }
+  std::vector<int64_t> placedStrides = broadcastStrides(placed, space);
+  auto axis = static_cast<size_t>(gather.immediate);
+  Tensor out = Tensor::empty(table.dtype(), space);
+  size_t bytes = ir::dtypeSize(table.dtype());
+  std::vector<int64_t> at(space.size(), 0);
+  for (int64_t i = 0; i < out.numElements(); ++i) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < space.size(); ++d)
+      offset += at[d] * placedStrides[d];
+    for (size_t j = 0; j < spread.size(); ++j) {
+      int64_t index = spread[j].data<int64_t>()[i], size = table.shape()[axis + j];
+      if (index < -size || index >= size) throw indexOutOfRange(index, axis + j, size);
+      offset += (index < 0 ? index + size : index) * table.strides()[axis + j];
+    }
+    std::memcpy(static_cast<std::byte *>(out.rawData()) + i * static_cast<int64_t>(bytes),
+                static_cast<const std::byte *>(table.rawData()) + offset * static_cast<int64_t>(bytes),
+                bytes);
+    for (size_t d = space.size(); d-- > 0;) // the next multi-index, an odometer
+      if (++at[d] < space[d])
+        break;
+      else
+        at[d] = 0;
+  }
+  return out;
+}
+
 } // namespace
 
 std::vector<Tensor> evaluateFusedByKernels(const ir::Op &fused, const std::vector<Tensor> &inputs,
@@ -155,15 +206,22 @@ std::vector<Tensor> evaluateFusedByKernels(const ir::Op &fused, const std::vecto
     std::vector<Tensor> operands;
     for (uint32_t operand : instr.operands)
       operands.push_back(values[operand]);
+    if (instr.kind == ir::OpKind::Gather) {
+      values.push_back(gatherElements(instr, operands[0], {operands.begin() + 1, operands.end()}));
+      continue;
+    }
     ir::OpAttrs attrs;
     attrs.dtype = instr.dtype;
     ir::TensorType type{instr.dtype, {}, ir::Place::Host};
     values.push_back(runOp(ir::Op(instr.kind, attrs), operands, {type})[0]);
   }
-  // The outputs have the broadcast shape of all inputs, even where the program's values read fewer.
+  // The outputs have the broadcast shape of all inputs (a table as it lies in the space), even where the
+  // program's values read fewer.
+  std::vector<const ir::ScalarInstr *> tables = body.tableReaders();
   std::vector<int64_t> shape;
-  for (const Tensor &input : inputs)
-    shape = broadcastShapes(shape, input.shape());
+  for (size_t k = 0; k < inputs.size(); ++k)
+    shape = broadcastShapes(shape, tables[k] ? ir::tableInSpace(*tables[k], inputs[k].shape(), int64_t(1))
+                                             : inputs[k].shape());
   auto broadcast = [&](const Tensor &value) {
     std::vector<int64_t> full = broadcastShapes(shape, value.shape());
     if (full == value.shape()) return value;

@@ -9,9 +9,37 @@
 
 namespace tg::runtime {
 
-Launch::Launch(const ir::ScalarGraph &body, const std::vector<Tensor> &operands,
+namespace {
+
+/// The operands as the kernel's space has them: `operands` itself, or where the body gathers, a copy in
+/// `placed` with each table as a view that lies where ir::tableInSpace puts it, and in `gatherWords` each
+/// gathered axis's size and the table's stride along it, in the order of the body's gathers (the words
+/// KernelArgs has after the strides). Without gathers, no copy: an operand that its caller gave up keeps
+/// one owner, and the output may go over it.
+const std::vector<Tensor> &inSpace(const ir::ScalarGraph &body, const std::vector<Tensor> &operands,
+                                   std::vector<Tensor> &placed, std::vector<int64_t> &gatherWords) {
+  for (const ir::ScalarInstr &instr : body.body) {
+    if (instr.kind != ir::OpKind::Gather) continue;
+    if (placed.empty()) placed = operands;
+    const Tensor &table = operands.at(instr.operands[0]);
+    auto axis = static_cast<size_t>(instr.immediate);
+    for (size_t j = 0; j + 1 < instr.operands.size(); ++j)
+      gatherWords.insert(gatherWords.end(), {table.shape().at(axis + j), table.strides().at(axis + j)});
+    placed[instr.operands[0]] =
+        table.view(ir::tableInSpace(instr, table.shape(), int64_t(1)),
+                   ir::tableInSpace(instr, table.strides(), int64_t(0)), table.offset());
+  }
+  return placed.empty() ? operands : placed;
+}
+
+} // namespace
+
+Launch::Launch(const ir::ScalarGraph &body, const std::vector<Tensor> &tensors,
                const AllocateOutput &allocate, std::vector<int64_t> outputShape)
     : shape(std::move(outputShape)) {
+  std::vector<int64_t> gatherWords;
+  std::vector<Tensor> placed;
+  const std::vector<Tensor> &operands = inSpace(body, tensors, placed, gatherWords);
   for (const Tensor &input : operands)
     shape = broadcastShapes(shape, input.shape());
   output = allocate(body.resultDtype(), shape);
@@ -34,14 +62,17 @@ Launch::Launch(const ir::ScalarGraph &body, const std::vector<Tensor> &operands,
     }
     for (const Tensor &extra : extraOutputs)
       strides.insert(strides.end(), extra.strides().begin(), extra.strides().end());
+    strides.insert(strides.end(), gatherWords.begin(), gatherWords.end());
   }
   args = {static_cast<int64_t>(shape.size()), shape.data(), inputs.data(), strides.data(), output.rawData()};
 }
 
-ReductionLaunch::ReductionLaunch(const ir::Op &op, const std::vector<Tensor> &operands, ir::DType dtype,
+ReductionLaunch::ReductionLaunch(const ir::Op &op, const std::vector<Tensor> &tensors, ir::DType dtype,
                                  const AllocateOutput &allocate) {
   const ir::ScalarGraph &body = *op.attrs().body;
-  std::vector<int64_t> space;
+  std::vector<int64_t> gatherWords;
+  std::vector<Tensor> placed;
+  const std::vector<Tensor> &operands = inSpace(body, tensors, placed, gatherWords);
   for (const Tensor &input : operands)
     space = broadcastShapes(space, input.shape());
   std::vector<bool> reduced(space.size(), false);
@@ -85,6 +116,7 @@ ReductionLaunch::ReductionLaunch(const ir::Op &op, const std::vector<Tensor> &op
     extraOutputs.push_back(allocate(body.arrayDtype(body.numInputs() + k), space));
     addArray(extraOutputs.back());
   }
+  strides.insert(strides.end(), gatherWords.begin(), gatherWords.end());
   layout = codegen::kernelLayout(body, space, layoutInputs, op.attrs().axes);
   args = {static_cast<int64_t>(shape.size()),
           shape.data(),
@@ -124,7 +156,8 @@ void HostLaunchMemo::record(const std::vector<Tensor> &operands, const codegen::
   shape.assign(args.shape, args.shape + args.rank);
   strides.clear();
   if (spec.layout == codegen::Layout::Strided || spec.body->reduction)
-    strides.assign(args.strides, args.strides + args.rank * static_cast<int64_t>(spec.body->numArrays()));
+    strides.assign(args.strides, args.strides + args.rank * static_cast<int64_t>(spec.body->numArrays()) +
+                                     2 * static_cast<int64_t>(spec.body->gatheredAxes()));
   outputShape = std::move(launchOutputShape);
   extraShape = std::move(launchExtraShape);
   reducedRank = args.reducedRank;

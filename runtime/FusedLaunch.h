@@ -38,6 +38,7 @@ struct Launch {
 struct ReductionLaunch {
   Tensor output;
   std::vector<Tensor> extraOutputs; // one per ScalarGraph::extraOutputs, over the iteration space
+  std::vector<int64_t> space;       // the iteration space, its axes in their order
   std::vector<int64_t> shape, strides;
   std::vector<const void *> inputs;
   codegen::Layout layout = codegen::Layout::Contiguous;

@@ -1126,9 +1126,14 @@ class Generator:
                 else:
                     out[idx] = vv
                 return out
-            return self.node(text, ATOM, x.dtype, shape, update, [x, value],
-                             lambda r: update(x.err, value.err) if x.err is not None and value.err is not None
-                             else None)
+            def error(r):  # the operands' errors where they land, and for inc the adds' rounding (count at most)
+                if x.err is None or value.err is None:
+                    return None
+                if form == "set":
+                    return update(x.err, value.err)
+                magnitudes = update(np.abs(x.ref), np.abs(np.asarray(value.ref, np.float64)))
+                return update(x.err, value.err) + rounding(magnitudes, x.dtype, BASIC * (count + 1))
+            return self.node(text, ATOM, x.dtype, shape, update, [x, value], error)
         # x[idx] on axis 0, or x[:, idx] / take(x, idx, axis=1): shape = lead + idx_shape + rest
         axis = self.choice([0, 0, 1]) if len(shape) >= 1 else 0
         rank = self.choice([1, 1, 2]) if len(shape) >= axis + 1 else 0

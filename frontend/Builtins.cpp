@@ -187,12 +187,16 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     size_t rank = value.value->type().rank();
     DType dtype = value.value->type().dtype;
     for (const auto &[position, symbol] : symbols) {
-      OpAttrs cast, others;
-      cast.dtype = dtype;
+      OpAttrs indices, others;
+      indices.dtype = dtype;
+      indices.scalars = {ir::Number::ofInt(0), ir::Number::ofInt(0), ir::Number::ofInt(1)};
       for (size_t d = 0; d < rank; ++d)
         if (d != position) others.axes.push_back(static_cast<int64_t>(d));
-      ir::Value *zeros = apply(Op(OpKind::ZerosLike), {dimensionCarrier(symbol, loc)}, loc).value;
-      if (zeros->type().dtype != dtype) zeros = apply(Op(OpKind::Cast, cast), {zeros}, loc).value;
+      // Zeros of the dimension's size: of an arange over its carrier (whose first axis has that size).
+      ir::Value *zeros =
+          apply(Op(OpKind::ZerosLike),
+                {apply(Op(OpKind::Arange, indices), {dimensionCarrier(symbol, loc)}, loc).value}, loc)
+              .value;
       if (!others.axes.empty()) zeros = apply(Op(OpKind::ExpandDims, others), {zeros}, loc).value;
       value = apply(Op(dtype == DType::Bool ? OpKind::Or : OpKind::Add), {value.value, zeros}, loc);
     }

@@ -685,13 +685,15 @@ ir::Value *GraphBuilder::dimensionCarrier(const std::string &name, const SourceL
   if (graph_ != &program_->graph)
     fail(loc, "a param's initial value cannot use the dimension '" + name +
                   "': its size is known only when the script runs");
+  // The input with the dimension's axis first (a view): the ops that take a carrier read its first axis's
+  // size, never its elements, so an input with an empty other axis carries its dimension too.
   const DimensionSource &source = dimensions_.at(name);
-  if (source.input->type().rank() == 1) return source.input;
+  if (source.axis == 0) return source.input;
   OpAttrs attrs;
-  attrs.slices.resize(source.input->type().rank());
-  for (size_t d = 0; d < attrs.slices.size(); ++d)
-    attrs.slices[d].isIndex = d != source.axis; // index 0 (its start)
-  return apply(Op(OpKind::Slice, attrs), {source.input}, loc).value;
+  attrs.axes.push_back(static_cast<int64_t>(source.axis));
+  for (size_t d = 0; d < source.input->type().rank(); ++d)
+    if (d != source.axis) attrs.axes.push_back(static_cast<int64_t>(d));
+  return apply(Op(OpKind::Transpose, attrs), {source.input}, loc).value;
 }
 
 // ---- Static arguments

@@ -116,7 +116,8 @@ public:
   // Symbolic dimensions as values (GraphBuilder.cpp): a name no binding holds but an input's dimension.
   /// The dimension `expr` names, when it is such a name.
   std::optional<std::string> dimensionName(const Expr &expr, const Scope &scope) const;
-  /// A 1-D value whose length is the dimension's size: the input that binds it, at index 0 on its other axes.
+  /// A value whose first axis has the dimension's size, for the ops that read only that (arange of an input):
+  /// the input that binds it, that axis moved first.
   ir::Value *dimensionCarrier(const std::string &name, const SourceLoc &loc);
 
   // Indexing (Indexing.cpp).

@@ -807,6 +807,14 @@ def groups():
         C("grad(sum(arange(n, dtype=f32) * b) + sum(zeros([n, 4]) * a) + sum(b) / n, b)",
           lambda v: np.arange(7, dtype=F32) + F32(1) / F32(7)),              # sizes have no gradient
     ]))
+    # A dimension bound on a later axis of an input whose other axis is empty still has its size.
+    out.append(Group("symbolic beside an empty axis", inputs=dict(e=np.zeros((0, 5), F32)),
+                     types={"e": "f32[k, n]"}, cases=[
+        C("arange(n)", lambda v: np.arange(5)),
+        C("zeros([n, 2]) + k", lambda v: np.zeros((5, 2), F32)),
+        C("full([2, n], true)", lambda v: np.full((2, 5), True)),
+        C("rand([n], seed=3) == rand([5], seed=3)", lambda v: np.full(5, True)),
+    ]))
 
     # -- Integer-array indexing (gather), dynamic subscripts -------------------------------------------------------------
     rs = np.random.RandomState(11)

@@ -97,7 +97,8 @@ private:
 
 /// The builtins that are not ops of their own name: casts are spelled by their dtype (f32(x)).
 const std::set<std::string> kFunctions{
-    "load", "grad", "var", "std", "take", "take_along_axis", "one_hot", "inc_subtensor", "set_subtensor"};
+    "load",    "grad",          "var",           "std", "take", "take_along_axis",
+    "one_hot", "inc_subtensor", "set_subtensor", "pad"};
 
 std::string listString(const std::vector<int64_t> &values) {
   std::string text = "[";
@@ -183,23 +184,24 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     }
     return sizes;
   };
-  auto withSizes = [&](TypedValue value, const std::vector<std::pair<size_t, std::string>> &symbols) {
+  // `value` broadcast along axis `position` to the size of the first axis of `carrier` (whose elements are
+  // never read): plus zeros of that size, those of an arange over the carrier.
+  auto withSize = [&](TypedValue value, size_t position, ir::Value *carrier) {
     size_t rank = value.value->type().rank();
     DType dtype = value.value->type().dtype;
-    for (const auto &[position, symbol] : symbols) {
-      OpAttrs indices, others;
-      indices.dtype = dtype;
-      indices.scalars = {ir::Number::ofInt(0), ir::Number::ofInt(0), ir::Number::ofInt(1)};
-      for (size_t d = 0; d < rank; ++d)
-        if (d != position) others.axes.push_back(static_cast<int64_t>(d));
-      // Zeros of the dimension's size: of an arange over its carrier (whose first axis has that size).
-      ir::Value *zeros =
-          apply(Op(OpKind::ZerosLike),
-                {apply(Op(OpKind::Arange, indices), {dimensionCarrier(symbol, loc)}, loc).value}, loc)
-              .value;
-      if (!others.axes.empty()) zeros = apply(Op(OpKind::ExpandDims, others), {zeros}, loc).value;
-      value = apply(Op(dtype == DType::Bool ? OpKind::Or : OpKind::Add), {value.value, zeros}, loc);
-    }
+    OpAttrs indices, others;
+    indices.dtype = dtype;
+    indices.scalars = {ir::Number::ofInt(0), ir::Number::ofInt(0), ir::Number::ofInt(1)};
+    for (size_t d = 0; d < rank; ++d)
+      if (d != position) others.axes.push_back(static_cast<int64_t>(d));
+    ir::Value *zeros =
+        apply(Op(OpKind::ZerosLike), {apply(Op(OpKind::Arange, indices), {carrier}, loc).value}, loc).value;
+    if (!others.axes.empty()) zeros = apply(Op(OpKind::ExpandDims, others), {zeros}, loc).value;
+    return apply(Op(dtype == DType::Bool ? OpKind::Or : OpKind::Add), {value.value, zeros}, loc);
+  };
+  auto withSizes = [&](TypedValue value, const std::vector<std::pair<size_t, std::string>> &symbols) {
+    for (const auto &[position, symbol] : symbols)
+      value = withSize(value, position, dimensionCarrier(symbol, loc));
     return value;
   };
 
@@ -291,6 +293,60 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
   }
   if (name == "inc_subtensor" || name == "set_subtensor")
     return updateIndex(call, scope, name == "inc_subtensor");
+  if (name == "pad") {
+    // NumPy's constant mode: `widths` one count for every side, a [before, after] pair for every axis, or a
+    // pair per axis. The result is a fill of the padded shape with x stored into its middle (set_slice, whose
+    // gradient slices x's part back out), on every place.
+    Arguments args(name, {{"x", "widths", "value"}, 2}, call, *this);
+    ir::Value *x = strong(args.at(0));
+    const ir::TensorType &type = x->type();
+    const Expr &widthsArg = args.at(1);
+    auto count = [&](const Expr &expr) {
+      int64_t width = staticInt(expr, scope, "a pad width");
+      if (width < 0) fail(expr.loc, "pad(): widths cannot be negative, got " + std::to_string(width));
+      return width;
+    };
+    std::vector<std::pair<int64_t, int64_t>> widths;
+    const auto *list = widthsArg.as<ListExpr>();
+    bool perAxis = list && !list->elements.empty() && list->elements[0]->as<ListExpr>();
+    if (!list) {
+      widths.assign(type.rank(), {count(widthsArg), count(widthsArg)});
+    } else if (!perAxis && list->elements.size() == 2) {
+      widths.assign(type.rank(), {count(*list->elements[0]), count(*list->elements[1])});
+    } else if (perAxis && list->elements.size() == type.rank()) {
+      for (const ExprPtr &pair : list->elements) {
+        const auto *sides = pair->as<ListExpr>();
+        if (!sides || sides->elements.size() != 2) fail(pair->loc, "pad(): expected [before, after]");
+        widths.emplace_back(count(*sides->elements[0]), count(*sides->elements[1]));
+      }
+    } else {
+      fail(widthsArg.loc, "pad(): expected a width, [before, after], or " + std::to_string(type.rank()) +
+                              " pairs (one per axis of x, of shape " + type.str() + ")");
+    }
+    ir::Number value =
+        args.get("value") ? staticNumber(*args.get("value"), scope, "a fill value") : ir::Number::ofInt(0);
+    if (!fitsDType(value, type.dtype))
+      fail(args.get("value")->loc,
+           "pad(): the fill value " + value.str() + " does not fit " + ir::dtypeName(type.dtype));
+    OpAttrs fill, region;
+    fill.dtype = type.dtype;
+    fill.scalars = {value};
+    region.slices.resize(type.rank());
+    for (size_t d = 0; d < type.rank(); ++d) {
+      const ir::Dim &size = type.shape[d];
+      auto [before, after] = widths[d];
+      if (!size.isStatic() && before + after > 0)
+        fail(widthsArg.loc, "pad(): axis " + std::to_string(d) + " has the symbolic size " + size.str() +
+                                "; only axes of static size can be padded");
+      fill.shape.push_back(size.isStatic() ? before + size.size() + after : 1);
+      region.slices[d] = {false, before,     before + (size.isStatic() ? size.size() : 0),
+                          1,     before > 0, size.isStatic() && (before > 0 || after > 0)};
+    }
+    TypedValue base = apply(Op(OpKind::Full, fill), {}, loc);
+    for (size_t d = 0; d < type.rank(); ++d) // the fill takes a symbolic size from x
+      if (!type.shape[d].isStatic()) base = withSize(base, d, axisFirst(x, d, loc));
+    return apply(Op(OpKind::SetSlice, region), {base.value, x}, loc);
+  }
   if (name == "grad") {
     std::vector<TypedValue> results = gradients(call, scope);
     if (results.size() != 1)

@@ -688,12 +688,16 @@ ir::Value *GraphBuilder::dimensionCarrier(const std::string &name, const SourceL
   // The input with the dimension's axis first (a view): the ops that take a carrier read its first axis's
   // size, never its elements, so an input with an empty other axis carries its dimension too.
   const DimensionSource &source = dimensions_.at(name);
-  if (source.axis == 0) return source.input;
+  return axisFirst(source.input, source.axis, loc);
+}
+
+ir::Value *GraphBuilder::axisFirst(ir::Value *value, size_t axis, const SourceLoc &loc) {
+  if (axis == 0) return value;
   OpAttrs attrs;
-  attrs.axes.push_back(static_cast<int64_t>(source.axis));
-  for (size_t d = 0; d < source.input->type().rank(); ++d)
-    if (d != source.axis) attrs.axes.push_back(static_cast<int64_t>(d));
-  return apply(Op(OpKind::Transpose, attrs), {source.input}, loc).value;
+  attrs.axes.push_back(static_cast<int64_t>(axis));
+  for (size_t d = 0; d < value->type().rank(); ++d)
+    if (d != axis) attrs.axes.push_back(static_cast<int64_t>(d));
+  return apply(Op(OpKind::Transpose, attrs), {value}, loc).value;
 }
 
 // ---- Static arguments

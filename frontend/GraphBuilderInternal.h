@@ -119,6 +119,8 @@ public:
   /// A value whose first axis has the dimension's size, for the ops that read only that (arange of an input):
   /// the input that binds it, that axis moved first.
   ir::Value *dimensionCarrier(const std::string &name, const SourceLoc &loc);
+  /// `value` with axis `axis` moved first (a transposed view; the value itself for axis 0).
+  ir::Value *axisFirst(ir::Value *value, size_t axis, const SourceLoc &loc);
 
   // Indexing (Indexing.cpp).
   IndexPlan planIndex(const IndexExpr &expr, const Scope &scope);

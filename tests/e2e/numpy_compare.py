@@ -885,6 +885,22 @@ def groups():
           computed_index=True),
         C("set_subtensor(B[1:3], i)", lambda v: set_subtensor(v.B, slice(1, 3), v.i)),  # i64 into i32: same kind
     ]))
+
+    # -- Padding (NumPy's constant mode) ----------------------------------------------------------------------------------
+    rs = np.random.RandomState(12)
+    v = dict(x=uniform(rs, -1, 1, (2, 3)), k=integers(rs, -5, 5, (3,)), m=uniform(rs, -1, 1, (5, 2, 3)),
+             b=np.array([True, False]))
+    out.append(Group("pad", inputs=v, types={"m": "f32[n, 2, 3]"}, cases=[
+        C("pad(x, 1)", lambda v: np.pad(v.x, 1)),
+        C("pad(x, [2, 0])", lambda v: np.pad(v.x, (2, 0))),
+        C("pad(x, [[0, 1], [3, 2]], value=-1.5)", lambda v: np.pad(v.x, ((0, 1), (3, 2)), constant_values=-1.5)),
+        C("pad(k, [1, 2], value=7)", lambda v: np.pad(v.k, (1, 2), constant_values=7)),
+        C("pad(b, 1, value=true)", lambda v: np.pad(v.b, 1, constant_values=True)),
+        C("pad(x, 0)", lambda v: v.x),
+        C("pad(m, [[0, 0], [1, 1], [0, 2]])", lambda v: np.pad(v.m, ((0, 0), (1, 1), (0, 2)))),  # n stays
+        C("relu(pad(m, [[0, 0], [2, 0], [1, 1]], value=0.5)) * 2.0",
+          lambda v: np.maximum(np.pad(v.m, ((0, 0), (2, 0), (1, 1)), constant_values=0.5), 0) * F32(2)),
+    ]))
     v = dict(E=uniform(rs, -1, 1, (7, 3)), idx=integers(rs, 0, 7, (9,), I64))
     out.append(Group("gather_symbolic", inputs=v, types={"E": "f32[n, 3]", "idx": "i64[m]"}, cases=[
         C("E[idx]", lambda v: v.E[v.idx]),

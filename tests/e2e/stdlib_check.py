@@ -122,6 +122,8 @@ CASES = [
      lambda T: T[[0, 1], 1:, [2, 2]], ["T"]),
     ("strided slices", None, "x[1:, ::2] * x[::-2, 1::3]", {"x": uniform(-1, 1, (3, 4))},
      lambda x: x[1:, ::2] * x[::-2, 1::3], ["x"]),
+    ("pad", None, "pad(x, [[1, 0], [2, 1]], value=0.5) ** 2.0", {"x": uniform(-1, 1, (2, 3))},
+     lambda x: np.pad(x, ((1, 0), (2, 1)), constant_values=0.5) ** 2.0, ["x"]),
     ("take", None, "take(x, [2, 0, 2], axis=1) * 2.0", {"x": uniform(-1, 1, (2, 3))},
      lambda x: np.take(x, [2, 0, 2], axis=1) * 2.0, ["x"]),
     ("take_along_axis", None, "take_along_axis(x, i, 1) ** 2.0",

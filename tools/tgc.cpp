@@ -1,25 +1,26 @@
 // tgc: the command-line driver. Parses arguments, runs the front end, prints or runs the program.
 //
 //   tgc run FILE.tg [--device auto|cpu|sim|cuda] [--in NAME=FILE.npy]... [--out NAME=FILE.npy]... [--steps N]
-//   [-v]
-//           [--no-cache]
+//           [--batch B [--epochs E] [--shuffle SEED]] [-v] [--no-cache]
 //   tgc compile FILE.tg --emit=ast|ir|opt|json|dot|llvm|ptx [-o FILE] [--gpu-arch sm_XX] [--no-cache]
 //           [optimizer options]
 //   tgc repl [--device ...] [--gpu-arch sm_XX] [--no-cache] [optimizer options]   (also `tgc` alone)
 //   optimizer options include --lift=global|local|cost (the device placement strategy) and --cost-model
 //
 // Exit codes: 0 success, 1 a user error in the script or its inputs, 2 bad usage, 3 an internal error.
+#include "api/Api.h"
+#include "api/Stages.h"
 #include "codegen/Kernel.h"
 #include "frontend/Diagnostics.h"
 #include "io/Npy.h"
 #include "opt/Pipeline.h"
 #include "runtime/Blas.h"
-#include "api/Api.h"
+#include "tools/Batches.h"
 #include "tools/Repl.h"
-#include "api/Stages.h"
 
 #include <cctype>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -52,6 +53,13 @@ run options:
   --out NAME=FILE.npy   save output or param NAME to a .npy file instead of printing it
   --steps N             run N steps, applying the updates after each (default 1)
   --print-every K       also print the outputs after every K-th step, as "step N: name = value"
+  --batch B             cut the inputs that lead with the same symbolic dimension into batches of B rows
+                        (the last one partial) and run one step per batch; the other inputs go whole to
+                        every step; a line per epoch (the mean of the scalar outputs over its steps)
+                        when standard error is a terminal
+  --epochs E            with --batch: E passes over the rows (default 1)
+  --shuffle SEED        with --batch: each epoch takes the rows in an order shuffled by SEED and the
+                        epoch's number (the same order on every machine)
   --device DEVICE       auto, cpu, sim or cuda (default auto: cuda when a driver and a GPU answer, else
                         cpu; -v says which and why); sim is a simulated device: separate memory, counted
                         transfers, device kernels run on the CPU
@@ -112,6 +120,8 @@ struct Options {
   std::vector<std::pair<std::string, std::string>> inputs, outputs;
   long steps = 1;
   long printEvery = 0;
+  long batch = 0, epochs = 0; // 0: not given
+  std::optional<uint64_t> shuffle;
   bool verbose = false;
   bool optimize = true;
   bool optProfile = false;
@@ -173,6 +183,7 @@ void chooseHostCpu(const std::string &name) {
 
 Options parseOptions(int argc, char **argv) {
   Options options;
+  bool stepsGiven = false;
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) throw UsageError{"no command given"};
   options.command = args[0];
@@ -196,6 +207,13 @@ Options parseOptions(int argc, char **argv) {
       addAssignment(options.outputs, arg, value());
     } else if ((arg == "--steps" || arg == "--print-every") && forRun) {
       (arg == "--steps" ? options.steps : options.printEvery) = parseCount(arg, value());
+      if (arg == "--steps") stepsGiven = true;
+    } else if ((arg == "--batch" || arg == "--epochs") && forRun) {
+      long &count = arg == "--batch" ? options.batch : options.epochs;
+      count = parseCount(arg, value());
+      if (count == 0) throw UsageError{arg + " expects a positive integer, got 0"};
+    } else if (arg == "--shuffle" && forRun) {
+      options.shuffle = static_cast<uint64_t>(parseCount(arg, value()));
     } else if (arg == "--device" && (forRun || forCompile || forRepl)) {
       options.device = value();
       if (options.device != "auto" && options.device != "cpu" && options.device != "sim" &&
@@ -267,6 +285,11 @@ Options parseOptions(int argc, char **argv) {
   }
   if (options.command != "run" && options.command != "compile" && options.command != "repl")
     throw UsageError{"unknown command '" + options.command + "'"};
+  if (options.batch == 0 && (options.epochs > 0 || options.shuffle))
+    throw UsageError{std::string(options.epochs > 0 ? "--epochs" : "--shuffle") +
+                     " needs --batch B: it orders the batches of B rows"};
+  if (options.batch > 0 && stepsGiven)
+    throw UsageError{"--steps and --batch both set the steps: give --epochs E with --batch instead"};
   if (options.file.empty() && options.command != "repl")
     throw UsageError{"'tgc " + options.command + "' needs a script, e.g. tgc " + options.command + " x.tg"};
   chooseHostCpu(options.hostCpu);
@@ -344,12 +367,41 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
       throw ir::UserError("missing input '" + input.name + "': pass it with --in " + input.name + "=FILE.npy",
                           input.loc);
   std::vector<runtime::Tensor> results;
-  for (long step = 1; step <= options.steps; ++step) {
-    results = program.step(inputs);
+  long step = 0;
+  auto runStep = [&](const api::Program::Values &values) {
+    results = program.step(values);
+    ++step;
     if (options.printEvery > 0 && step % options.printEvery == 0)
       for (size_t i = 0; i < program.outputs().size(); ++i)
         tools::printNamed(std::cout, "step " + std::to_string(step) + ": " + program.outputs()[i].name,
                           results[i]);
+  };
+  if (options.batch == 0) {
+    for (long s = 0; s < options.steps; ++s)
+      runStep(inputs);
+  } else {
+    tools::Batches batches(program.inputs(), inputs, options.batch, options.shuffle);
+    long epochs = std::max(options.epochs, 1L);
+    bool progress = isatty(STDERR_FILENO);
+    for (long epoch = 0; epoch < epochs; ++epoch) {
+      auto start = std::chrono::steady_clock::now();
+      std::vector<double> sums(program.outputs().size(), 0.0);
+      for (int64_t b = 0; b < batches.perEpoch(); ++b) {
+        runStep(batches.batch(epoch, b));
+        for (size_t i = 0; i < results.size() && progress; ++i)
+          if (results[i].rank() == 0 && results[i].dtype() != ir::DType::Bool)
+            sums[i] += results[i].toData().get(0);
+      }
+      if (!progress) continue;
+      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::fprintf(stderr, "epoch %ld/%ld: %lld steps of %ld rows, %.2f s", epoch + 1, epochs,
+                   static_cast<long long>(batches.perEpoch()), options.batch, seconds);
+      for (size_t i = 0; i < results.size(); ++i)
+        if (results[i].rank() == 0 && results[i].dtype() != ir::DType::Bool && batches.perEpoch() > 0)
+          std::fprintf(stderr, "; %s %.6g", program.outputs()[i].name.c_str(),
+                       sums[i] / static_cast<double>(batches.perEpoch()));
+      std::fprintf(stderr, "\n");
+    }
   }
   auto saved = [&](const std::string &name) -> const std::string * {
     for (const auto &[outName, path] : options.outputs)

@@ -585,6 +585,55 @@ std::vector<Value *> GradientBuilder::inputGradients(const Node &node, Value *g,
     });
     set(1, [&] { return sumToShape(apply(OpKind::Slice, {g}, node.op().attrs()), in[1]->type()); });
     break;
+  case OpKind::Conv:
+  case OpKind::ConvTranspose:
+  case OpKind::ConvFilterGrad: {
+    // Bilinear: each operand's gradient is one of the three ops of the same window. conv(x, w): x's is
+    // conv_transpose(g, w), w's conv_filter_grad(x, g); conv_transpose(y, w) is conv's adjoint in x: y's is
+    // conv(g, w), w's conv_filter_grad(g, y); conv_filter_grad(x, gy): gy's is conv(x, g), x's
+    // conv_transpose(gy, g).
+    const Window &window = node.op().attrs().window;
+    auto withWindow = [](Window w) {
+      OpAttrs attrs;
+      attrs.window = std::move(w);
+      return attrs;
+    };
+    auto spatial = [](const TensorType &type) {
+      std::vector<int64_t> sizes;
+      for (size_t a = 2; a < type.rank(); ++a)
+        sizes.push_back(type.shape[a].size());
+      return sizes;
+    };
+    // A conv's window, no kernel and no output padding.
+    Window plain = window;
+    plain.kernel.clear();
+    plain.outputPadding.assign(window.stride.size(), 0);
+    // conv_transpose of y by filters with spatial sizes `kernel`, to an input of spatial sizes `to`.
+    auto transposeTo = [&](Value *y, Value *filters, const std::vector<int64_t> &to) {
+      Window w = plain;
+      std::vector<int64_t> from = spatial(y->type()), kernel = spatial(filters->type());
+      for (size_t a = 0; a < to.size(); ++a)
+        w.outputPadding[a] = to[a] - ((from[a] - 1) * w.stride[a] - w.padBefore[a] - w.padAfter[a] +
+                                      w.dilation[a] * (kernel[a] - 1) + 1);
+      return apply(OpKind::ConvTranspose, {y, filters}, withWindow(std::move(w)));
+    };
+    auto filterGrad = [&](Value *input, Value *outputGrad, const std::vector<int64_t> &kernel) {
+      Window w = plain;
+      w.kernel = kernel;
+      return apply(OpKind::ConvFilterGrad, {input, outputGrad}, withWindow(std::move(w)));
+    };
+    if (node.op().kind() == OpKind::Conv) {
+      set(0, [&] { return transposeTo(g, in[1], spatial(in[0]->type())); });
+      set(1, [&] { return filterGrad(in[0], g, spatial(in[1]->type())); });
+    } else if (node.op().kind() == OpKind::ConvTranspose) {
+      set(0, [&] { return apply(OpKind::Conv, {g, in[1]}, withWindow(plain)); });
+      set(1, [&] { return filterGrad(g, in[0], spatial(in[1]->type())); });
+    } else {
+      set(0, [&] { return transposeTo(in[1], g, spatial(in[0]->type())); });
+      set(1, [&] { return apply(OpKind::Conv, {in[0], g}, withWindow(plain)); });
+    }
+    break;
+  }
   case OpKind::ExpandDims: // the new size-1 axes summed away
     set(0, [&] { return apply(OpKind::Sum, {g}, axesAttrs(node.op().attrs().axes)); });
     break;

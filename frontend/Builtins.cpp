@@ -97,8 +97,8 @@ private:
 
 /// The builtins that are not ops of their own name: casts are spelled by their dtype (f32(x)).
 const std::set<std::string> kFunctions{
-    "load",    "grad",          "var",           "std", "take", "take_along_axis",
-    "one_hot", "inc_subtensor", "set_subtensor", "pad"};
+    "load",          "grad",          "var", "std",    "take",   "take_along_axis", "one_hot",
+    "inc_subtensor", "set_subtensor", "pad", "conv1d", "conv2d", "conv_transpose2d"};
 
 std::string listString(const std::vector<int64_t> &values) {
   std::string text = "[";
@@ -293,6 +293,74 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
   }
   if (name == "inc_subtensor" || name == "set_subtensor")
     return updateIndex(call, scope, name == "inc_subtensor");
+  if (name == "conv1d" || name == "conv2d" || name == "conv_transpose2d") {
+    // PyTorch's: x [N, C, *S], w [O, C / groups, *K] (conv_transpose2d: x [N, O, *S], w [O, C / groups, *K],
+    // the gradient of conv2d with respect to its input); every window argument one integer for every spatial
+    // axis or one per axis.
+    bool transposed = name == "conv_transpose2d";
+    size_t spatial = name == "conv1d" ? 1 : 2;
+    std::vector<std::string> parameters{"x", "w", "stride", "padding", "dilation", "groups"};
+    if (transposed) parameters.insert(parameters.begin() + 4, "output_padding");
+    Arguments args(name, {parameters, 2}, call, *this);
+    ir::Value *x = strong(args.at(0)), *w = strong(args.at(1));
+    for (size_t i = 0; i < 2; ++i) {
+      ir::Value *value = i == 0 ? x : w;
+      std::string what = i == 0 ? "input" : "filters";
+      if (value->type().rank() != spatial + 2)
+        fail(args.at(i).loc, name + "(): the " + what + " must have " + std::to_string(spatial + 2) +
+                                 " axes (" + (spatial == 1 ? "N, C, L" : "N, C, H, W") + "), got " +
+                                 value->type().str());
+      if (!ir::isFloat(value->type().dtype))
+        fail(args.at(i).loc, name + "(): the " + what + " must be f32 or f64, got " + value->type().str());
+    }
+    if (x->type().dtype != w->type().dtype)
+      fail(loc, name + "(): the input is " + ir::dtypeName(x->type().dtype) + " and the filters " +
+                    ir::dtypeName(w->type().dtype) + "; convert one (f32(w))");
+    auto perAxis = [&](const char *parameter, int64_t fallback, int64_t least) {
+      const Expr *given = args.get(parameter);
+      std::vector<int64_t> values =
+          given ? staticInts(*given, scope, parameter) : std::vector<int64_t>(spatial, fallback);
+      if (values.size() == 1) values.assign(spatial, values[0]);
+      if (values.size() != spatial)
+        fail(given->loc, name + "(): " + parameter + " takes one integer or " + std::to_string(spatial));
+      for (int64_t v : values)
+        if (v < least)
+          fail(given->loc, name + "(): " + parameter + " must be at least " + std::to_string(least) +
+                               ", got " + std::to_string(v));
+      return values;
+    };
+    ir::Window window;
+    window.stride = perAxis("stride", 1, 1);
+    window.dilation = perAxis("dilation", 1, 1);
+    window.outputPadding = transposed ? perAxis("output_padding", 0, 0) : std::vector<int64_t>(spatial, 0);
+    window.groups = args.get("groups") ? staticInt(*args.get("groups"), scope, "groups") : 1;
+    if (window.groups < 1) fail(args.get("groups")->loc, name + "(): groups must be at least 1");
+    const Expr *padding = args.get("padding");
+    if (const auto *text = padding ? padding->as<StringExpr>() : nullptr; text && !transposed) {
+      if (text->value != "same" && text->value != "valid")
+        fail(padding->loc, name + "(): padding is an integer, one per axis, \"same\" or \"valid\", got \"" +
+                               text->value + "\"");
+      window.padBefore.assign(spatial, 0);
+      window.padAfter.assign(spatial, 0);
+      for (size_t a = 0; text->value == "same" && a < spatial; ++a) {
+        if (window.stride[a] != 1)
+          fail(padding->loc, name + "(): padding=\"same\" needs stride 1, as PyTorch's");
+        const ir::Dim &kernel = w->type().shape[a + 2];
+        int64_t total = window.dilation[a] * ((kernel.isStatic() ? kernel.size() : 1) - 1);
+        window.padBefore[a] = total / 2; // the odd one after, as PyTorch pads
+        window.padAfter[a] = total - total / 2;
+      }
+    } else {
+      window.padBefore = window.padAfter = perAxis("padding", 0, 0);
+    }
+    for (size_t a = 0; transposed && a < spatial; ++a)
+      if (window.outputPadding[a] >= std::max(window.stride[a], window.dilation[a]))
+        fail(args.get("output_padding")->loc,
+             name + "(): output_padding must be smaller than the stride or the dilation");
+    OpAttrs attrs;
+    attrs.window = std::move(window);
+    return apply(Op(transposed ? OpKind::ConvTranspose : OpKind::Conv, attrs), {x, w}, loc);
+  }
   if (name == "pad") {
     // NumPy's constant mode: `widths` one count for every side, a [before, after] pair for every axis, or a
     // pair per axis. The result is a fill of the padded shape with x stored into its middle (set_slice, whose

@@ -146,6 +146,79 @@ bool broadcastsTo(const Shape &from, const Shape &to) {
   return shape && sameSizes(*shape, to);
 }
 
+/// The spatial size a window's stride leaves from `size` (the padded input's, less the dilated kernel's):
+/// PyTorch's (S + pb + pa - d * (K - 1) - 1) / s + 1; an error where the dilated kernel is larger than the
+/// padded input.
+int64_t windowOutput(int64_t size, int64_t kernel, const Window &window, size_t axis,
+                     const std::string &name) {
+  int64_t padded = size + window.padBefore[axis] + window.padAfter[axis],
+          span = window.dilation[axis] * (kernel - 1) + 1;
+  if (span > padded)
+    fail(std::string(name) + ": the kernel (" + std::to_string(span) +
+         " with its dilation) is larger than the " + "padded input (" + std::to_string(padded) +
+         ") along spatial axis " + std::to_string(axis));
+  return (padded - span) / window.stride[axis] + 1;
+}
+
+/// conv, conv_transpose and conv_filter_grad (Ops.def): batch and channels first, then the window's spatial
+/// axes, each of static size; the channels agreeing with the groups.
+TensorType convolutionType(const Op &op, const std::vector<TensorType> &inputs) {
+  const Window &window = op.attrs().window;
+  const TensorType &x = inputs[0], &other = inputs[1];
+  size_t spatial = window.stride.size();
+  // Errors name the builtin the script called: conv2d(), conv_transpose2d(), ...
+  std::string called = op.kind() == OpKind::ConvFilterGrad
+                           ? std::string(op.name())
+                           : std::string(op.name()) + std::to_string(spatial) + "d()";
+  TG_ASSERT(spatial >= 1 && x.rank() == spatial + 2 && other.rank() == spatial + 2 &&
+            x.dtype == other.dtype && isFloat(x.dtype) && window.groups >= 1)
+      << op.name() << " of " << x.str() << " and " << other.str() << " over " << spatial << " spatial axes";
+  auto size = [&](const TensorType &type, size_t axis) -> int64_t {
+    const Dim &dim = type.shape[axis];
+    if (!dim.isStatic())
+      fail(called + ": axis " + std::to_string(axis) + " of " + type.str() +
+           " must have a static size (only the batch axis may be symbolic)");
+    return dim.size();
+  };
+  int64_t groups = window.groups;
+  Shape shape{x.shape[0]};
+  if (op.kind() == OpKind::ConvFilterGrad) { // (x [N, C, *S], gy [N, O, *S_out]) -> [O, C / groups, *K]
+    shape = {Dim::of(size(other, 1)), Dim::of(size(x, 1) / groups)};
+    for (size_t a = 0; a < spatial; ++a)
+      shape.push_back(Dim::of(window.kernel.at(a)));
+    return {x.dtype, shape, x.place};
+  }
+  const TensorType &w = other; // [O, C / groups, *K]
+  int64_t channels = size(x, 1), out = size(w, 0), perGroup = size(w, 1);
+  if (op.kind() == OpKind::Conv) {
+    if (channels != perGroup * groups)
+      fail(called + ": the input has " + std::to_string(channels) + " channels, the filters expect " +
+           std::to_string(perGroup) + " per group times " + std::to_string(groups) + " groups");
+    if (out % groups != 0)
+      fail(called + ": " + std::to_string(out) + " filters do not divide into " + std::to_string(groups) +
+           " groups");
+    shape.push_back(Dim::of(out));
+    for (size_t a = 0; a < spatial; ++a)
+      shape.push_back(Dim::of(windowOutput(size(x, a + 2), size(w, a + 2), window, a, called)));
+    return {x.dtype, shape, x.place};
+  }
+  // conv_transpose: y [N, O, *S] with filters [O, C / groups, *K] -> [N, C, *S_in]
+  if (channels != out)
+    fail(called + ": the input has " + std::to_string(channels) + " channels, the filters " +
+         std::to_string(out));
+  if (out % groups != 0)
+    fail(called + ": " + std::to_string(out) + " channels do not divide into " + std::to_string(groups) +
+         " groups");
+  shape.push_back(Dim::of(perGroup * groups));
+  for (size_t a = 0; a < spatial; ++a) {
+    int64_t in = (size(x, a + 2) - 1) * window.stride[a] - window.padBefore[a] - window.padAfter[a] +
+                 window.dilation[a] * (size(w, a + 2) - 1) + window.outputPadding[a] + 1;
+    if (in < 1) fail(called + ": the padding leaves no output along spatial axis " + std::to_string(a));
+    shape.push_back(Dim::of(in));
+  }
+  return {x.dtype, shape, x.place};
+}
+
 /// A fused node's iteration space: its inputs' broadcast shape, a gather's table taking part as it lies in
 /// the space (tableInSpace).
 Shape fusedSpace(const ScalarGraph &body, const std::vector<TensorType> &inputs) {
@@ -424,7 +497,26 @@ std::string SliceSpec::str() const {
 bool OpAttrs::operator==(const OpAttrs &other) const {
   bool sameBody = body == other.body || (body && other.body && *body == *other.body);
   return dtype == other.dtype && axes == other.axes && keepdims == other.keepdims && shape == other.shape &&
-         scalars == other.scalars && seed == other.seed && slices == other.slices && sameBody;
+         scalars == other.scalars && seed == other.seed && slices == other.slices && window == other.window &&
+         sameBody;
+}
+
+std::string Window::str() const {
+  std::vector<std::string> parts;
+  auto all = [](const std::vector<int64_t> &values, int64_t value) {
+    return std::all_of(values.begin(), values.end(), [&](int64_t v) { return v == value; });
+  };
+  if (!kernel.empty()) parts.push_back("kernel=" + listString(kernel));
+  if (!all(stride, 1)) parts.push_back("stride=" + listString(stride));
+  if (!all(padBefore, 0) || !all(padAfter, 0))
+    parts.push_back("padding=" + listString(padBefore) + listString(padAfter));
+  if (!all(dilation, 1)) parts.push_back("dilation=" + listString(dilation));
+  if (!all(outputPadding, 0)) parts.push_back("output_padding=" + listString(outputPadding));
+  if (groups != 1) parts.push_back("groups=" + std::to_string(groups));
+  std::string text;
+  for (size_t i = 0; i < parts.size(); ++i)
+    text += (i ? ", " : "") + parts[i];
+  return text;
 }
 
 Op::Op(OpKind kind, OpAttrs attrs, Place place) : kind_(kind), place_(place) {
@@ -452,6 +544,12 @@ size_t Op::hash() const {
   for (const SliceSpec &s : attrs.slices)
     mix(std::hash<std::string>()(s.str()));
   if (attrs.body) mix(attrs.body->hash());
+  const Window &w = attrs.window;
+  for (const std::vector<int64_t> *values :
+       {&w.kernel, &w.stride, &w.dilation, &w.padBefore, &w.padAfter, &w.outputPadding})
+    for (int64_t v : *values)
+      mix(std::hash<int64_t>()(v));
+  mix(static_cast<size_t>(w.groups));
   return h;
 }
 
@@ -521,6 +619,11 @@ std::string Op::attrString() const {
   case OpKind::Randn:
     parts.push_back("shape=" + listString(a.shape));
     parts.push_back("seed=" + std::to_string(a.seed));
+    break;
+  case OpKind::Conv:
+  case OpKind::ConvTranspose:
+  case OpKind::ConvFilterGrad:
+    if (std::string window = a.window.str(); !window.empty()) parts.push_back(window);
     break;
   default:
     if (isReduction(kind_)) {
@@ -691,6 +794,10 @@ TensorType inferHostType(const Op &op, const std::vector<TensorType> &inputs) {
   case OpKind::Concat:
   case OpKind::Stack:
     return joinType(op, inputs);
+  case OpKind::Conv:
+  case OpKind::ConvTranspose:
+  case OpKind::ConvFilterGrad:
+    return convolutionType(op, inputs);
   case OpKind::Sort:
   case OpKind::Argsort:
     if (input.isScalar()) fail(std::string(op.name()) + ": cannot sort a zero-dimensional array");

@@ -87,6 +87,18 @@ struct Number {
   std::string str() const;
 };
 
+/// A sliding window over the spatial axes (the axes after batch and channels) of a convolution: per spatial
+/// axis its stride, dilation, padding before and after, and the output padding of a transposed convolution
+/// (added after, to reach a size the stride leaves ambiguous); the kernel's size (the filter's spatial axes,
+/// as conv_filter_grad makes them); the number of channel groups.
+struct Window {
+  std::vector<int64_t> kernel, stride, dilation, padBefore, padAfter, outputPadding;
+  int64_t groups = 1;
+  bool operator==(const Window &other) const = default;
+  /// "stride=[2, 2], padding=[1, 1, 1, 1], ..." for the op's printers: what differs from the defaults.
+  std::string str() const;
+};
+
 /// Attributes, by op: cast and creation use dtype; reductions use axes (all axes listed; empty for
 /// argmax/argmin means the flattened array) and keepdims; transpose keeps its permutation in axes; concat,
 /// stack, sort, argsort and cumsum keep their axis in axes[0] (cumsum with no axis flattens); reshape,
@@ -102,6 +114,7 @@ struct OpAttrs {
   uint64_t seed = 0;
   std::vector<SliceSpec> slices;
   std::shared_ptr<const ScalarGraph> body; // fused: what the kernel computes per element
+  Window window;                           // conv, conv_transpose, conv_filter_grad
   bool operator==(const OpAttrs &other) const;
 };
 

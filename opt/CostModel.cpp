@@ -239,6 +239,18 @@ double CostModel::flops(const ir::Node &node) const {
     return 4 * n * std::log2(std::max(2.0, n));
   }
   if (kind == OpKind::Fused) return out * static_cast<double>(node.op().attrs().body->memberNames().size());
+  if (kind == OpKind::Conv || kind == OpKind::ConvTranspose || kind == OpKind::ConvFilterGrad) {
+    // A multiply-add per (forward output, filter element of its group): the forward output is conv's own,
+    // conv_transpose's input, conv_filter_grad's second input.
+    const ir::TensorType &filters =
+        kind == OpKind::ConvFilterGrad ? node.output()->type() : node.input(1)->type();
+    const ir::TensorType &forward = kind == OpKind::Conv            ? node.output()->type()
+                                    : kind == OpKind::ConvTranspose ? node.input(0)->type()
+                                                                    : node.input(1)->type();
+    double perFilter =
+        elements(filters) / std::max(1.0, elements({filters.dtype, {filters.shape[0]}, filters.place}));
+    return 2 * elements(forward) * perFilter;
+  }
   return out * flopsPerElement(kind);
 }
 

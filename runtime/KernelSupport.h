@@ -67,6 +67,8 @@ struct ArangeTerms {
 ArangeTerms arangeTerms(const ir::OpAttrs &attrs, ir::DType dtype);
 /// dim_size: the size of an axis of its input, as a 0-d i64 (runtime/CreationKernels.cpp).
 Tensor dimSizeKernel(const ir::Op &op, const Tensor &input);
+/// conv, conv_transpose and conv_filter_grad (runtime/ConvKernels.cpp).
+Tensor convolutionKernel(const ir::Op &op, const std::vector<Tensor> &inputs);
 Tensor sortKernel(const ir::Op &op, const Tensor &input, ir::DType dtype);
 /// Where an indexing op reads or writes in a C-order x (runtime/IndexKernels.cpp; the device layer's too):
 /// `outer` rows of `rowElements` before the indexed axes; per row, `positions` index positions (indexShape,

@@ -66,6 +66,10 @@ Tensor runKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType 
     return sortKernel(op, inputs[0], dtype);
   case OpKind::DimSize:
     return dimSizeKernel(op, inputs[0]);
+  case OpKind::Conv:
+  case OpKind::ConvTranspose:
+  case OpKind::ConvFilterGrad:
+    return convolutionKernel(op, inputs);
   case OpKind::Gather:
   case OpKind::ScatterAdd:
   case OpKind::ScatterSet:

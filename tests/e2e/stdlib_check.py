@@ -53,6 +53,34 @@ def standardize(x, axis, eps):
     return c / np.sqrt((c * c).mean(axis=axis, keepdims=True) + eps)
 
 
+def conv2d(x, w, stride=1, padding=0, dilation=1, groups=1):
+    """PyTorch's conv2d (NCHW, OIHW, a cross-correlation), by its definition."""
+    x = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    oh, ow = (h - dilation * (kh - 1) - 1) // stride + 1, (wd - dilation * (kw - 1) - 1) // stride + 1
+    y = np.zeros((n, o, oh, ow))
+    for f in range(o):
+        g = f // (o // groups)
+        for i in range(kh):
+            for j in range(kw):
+                window = x[:, g * cg:(g + 1) * cg, i * dilation:i * dilation + stride * (oh - 1) + 1:stride,
+                           j * dilation:j * dilation + stride * (ow - 1) + 1:stride]
+                y[:, f] += np.einsum("nchw,c->nhw", window, w[f, :, i, j])
+    return y
+
+
+def conv_transpose2d(y, w, stride, output_padding):
+    """PyTorch's conv_transpose2d (no padding, one group): each input element adds its filter, scaled."""
+    n, o, h, wd = y.shape
+    _, c, kh, kw = w.shape
+    x = np.zeros((n, c, (h - 1) * stride + kh + output_padding, (wd - 1) * stride + kw + output_padding))
+    for i in range(h):
+        for j in range(wd):
+            x[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw] += np.einsum("no,ocij->ncij", y[:, :, i, j], w)
+    return x
+
+
 def logsumexp(x, axis):
     m = x.max(axis=axis, keepdims=True)
     return np.log(np.exp(x - m).sum(axis=axis)) + m.squeeze(axis)
@@ -124,6 +152,13 @@ CASES = [
      lambda x: x[1:, ::2] * x[::-2, 1::3], ["x"]),
     ("pad", None, "pad(x, [[1, 0], [2, 1]], value=0.5) ** 2.0", {"x": uniform(-1, 1, (2, 3))},
      lambda x: np.pad(x, ((1, 0), (2, 1)), constant_values=0.5) ** 2.0, ["x"]),
+    # Convolution: the input's gradient is a transposed convolution, the filters' a conv_filter_grad.
+    ("conv2d", None, "conv2d(x, w, stride=2, padding=1, dilation=2, groups=2)",
+     {"x": uniform(-1, 1, (2, 4, 7, 6)), "w": uniform(-1, 1, (4, 2, 2, 3))},
+     lambda x, w: conv2d(x, w, 2, 1, 2, 2), ["x", "w"]),
+    ("conv_transpose2d", None, "conv_transpose2d(y, w, stride=2, output_padding=1) ** 2.0",
+     {"y": uniform(-1, 1, (1, 2, 3, 3)), "w": uniform(-1, 1, (2, 3, 2, 2))},
+     lambda y, w: conv_transpose2d(y, w, 2, 1) ** 2.0, ["y", "w"]),
     ("take", None, "take(x, [2, 0, 2], axis=1) * 2.0", {"x": uniform(-1, 1, (2, 3))},
      lambda x: np.take(x, [2, 0, 2], axis=1) * 2.0, ["x"]),
     ("take_along_axis", None, "take_along_axis(x, i, 1) ** 2.0",

@@ -1,0 +1,182 @@
+// Convolution on the CPU (Ops.def's conv, conv_transpose and conv_filter_grad): direct loops over one
+// convolution's geometry, PyTorch's semantics (NCHW, OIHW, a cross-correlation), f32 and f64, split between
+// threads so that each thread writes outputs of its own (no atomics, the same sums in the same order on every
+// run). One spatial axis is the second of two with a height of 1.
+#include "runtime/KernelSupport.h"
+#include "runtime/WorkerPool.h"
+
+namespace tg::runtime {
+
+namespace {
+
+/// A forward convolution's sizes: x [n, channels, inH, inW], w [filters, channels / groups, kH, kW],
+/// y [n, filters, outH, outW].
+struct Geometry {
+  int64_t n = 0, channels = 0, filters = 0, groups = 1;
+  int64_t inH = 1, inW = 1, kH = 1, kW = 1, outH = 1, outW = 1;
+  int64_t strideH = 1, strideW = 1, dilationH = 1, dilationW = 1, padTop = 0, padLeft = 0;
+
+  int64_t channelsPerGroup() const { return channels / groups; }
+  int64_t filtersPerGroup() const { return filters / groups; }
+};
+
+/// The geometry from x's, w's and y's shapes ([n, c, *spatial], one or two spatial axes) and the window.
+Geometry geometry(const ir::Window &window, const std::vector<int64_t> &x, const std::vector<int64_t> &w,
+                  const std::vector<int64_t> &y) {
+  Geometry g;
+  g.n = x[0], g.channels = x[1], g.filters = w[0], g.groups = window.groups;
+  bool two = x.size() == 4;
+  size_t h = 0, wAxis = two ? 1 : 0; // the window's axes: height (2-D only), then width
+  if (two) {
+    g.inH = x[2], g.kH = w[2], g.outH = y[2];
+    g.strideH = window.stride[h], g.dilationH = window.dilation[h], g.padTop = window.padBefore[h];
+  }
+  g.inW = x.back(), g.kW = w.back(), g.outW = y.back();
+  g.strideW = window.stride[wAxis], g.dilationW = window.dilation[wAxis], g.padLeft = window.padBefore[wAxis];
+  return g;
+}
+
+template <typename T>
+void forward(const Geometry &g, const T *x, const T *w, T *y) {
+  int64_t cg = g.channelsPerGroup(), og = g.filtersPerGroup();
+  parallelFor(g.n * g.filters, [&](int64_t job) {
+    int64_t n = job / g.filters, o = job % g.filters, group = o / og;
+    const T *filter = w + o * cg * g.kH * g.kW;
+    T *out = y + job * g.outH * g.outW;
+    for (int64_t oy = 0; oy < g.outH; ++oy)
+      for (int64_t ox = 0; ox < g.outW; ++ox) {
+        T sum = 0;
+        for (int64_t c = 0; c < cg; ++c) {
+          const T *plane = x + (n * g.channels + group * cg + c) * g.inH * g.inW;
+          for (int64_t ky = 0; ky < g.kH; ++ky) {
+            int64_t iy = oy * g.strideH - g.padTop + ky * g.dilationH;
+            if (iy < 0 || iy >= g.inH) continue;
+            for (int64_t kx = 0; kx < g.kW; ++kx) {
+              int64_t ix = ox * g.strideW - g.padLeft + kx * g.dilationW;
+              if (ix < 0 || ix >= g.inW) continue;
+              sum += plane[iy * g.inW + ix] * filter[(c * g.kH + ky) * g.kW + kx];
+            }
+          }
+        }
+        out[oy * g.outW + ox] = sum;
+      }
+  });
+}
+
+/// dx[n, ci, iy, ix]: the sum over the outputs that read it of gy times the filter's weight there.
+template <typename T>
+void transposed(const Geometry &g, const T *gy, const T *w, T *dx) {
+  int64_t cg = g.channelsPerGroup(), og = g.filtersPerGroup();
+  parallelFor(g.n * g.channels, [&](int64_t job) {
+    int64_t n = job / g.channels, ci = job % g.channels, group = ci / cg, c = ci % cg;
+    T *out = dx + job * g.inH * g.inW;
+    for (int64_t iy = 0; iy < g.inH; ++iy)
+      for (int64_t ix = 0; ix < g.inW; ++ix) {
+        T sum = 0;
+        for (int64_t o = group * og; o < (group + 1) * og; ++o) {
+          const T *plane = gy + (n * g.filters + o) * g.outH * g.outW;
+          const T *filter = w + (o * cg + c) * g.kH * g.kW;
+          for (int64_t ky = 0; ky < g.kH; ++ky) {
+            int64_t ty = iy + g.padTop - ky * g.dilationH;
+            if (ty < 0 || ty % g.strideH != 0 || ty / g.strideH >= g.outH) continue;
+            for (int64_t kx = 0; kx < g.kW; ++kx) {
+              int64_t tx = ix + g.padLeft - kx * g.dilationW;
+              if (tx < 0 || tx % g.strideW != 0 || tx / g.strideW >= g.outW) continue;
+              sum += plane[(ty / g.strideH) * g.outW + tx / g.strideW] * filter[ky * g.kW + kx];
+            }
+          }
+        }
+        out[iy * g.inW + ix] = sum;
+      }
+  });
+}
+
+/// dw[o, c, ky, kx]: the sum over the batch and the outputs of gy times the input each read there.
+template <typename T>
+void filterGradient(const Geometry &g, const T *x, const T *gy, T *dw) {
+  int64_t cg = g.channelsPerGroup(), og = g.filtersPerGroup();
+  parallelFor(g.filters, [&](int64_t o) {
+    int64_t group = o / og;
+    for (int64_t c = 0; c < cg; ++c)
+      for (int64_t ky = 0; ky < g.kH; ++ky)
+        for (int64_t kx = 0; kx < g.kW; ++kx) {
+          T sum = 0;
+          for (int64_t n = 0; n < g.n; ++n) {
+            const T *plane = x + (n * g.channels + group * cg + c) * g.inH * g.inW;
+            const T *grad = gy + (n * g.filters + o) * g.outH * g.outW;
+            for (int64_t oy = 0; oy < g.outH; ++oy) {
+              int64_t iy = oy * g.strideH - g.padTop + ky * g.dilationH;
+              if (iy < 0 || iy >= g.inH) continue;
+              for (int64_t ox = 0; ox < g.outW; ++ox) {
+                int64_t ix = ox * g.strideW - g.padLeft + kx * g.dilationW;
+                if (ix < 0 || ix >= g.inW) continue;
+                sum += grad[oy * g.outW + ox] * plane[iy * g.inW + ix];
+              }
+            }
+          }
+          dw[((o * cg + c) * g.kH + ky) * g.kW + kx] = sum;
+        }
+  });
+}
+
+/// The spatial sizes of a convolution's output (ir::inferType's rule, on run-time sizes).
+std::vector<int64_t> outputSpatial(const ir::Window &window, const std::vector<int64_t> &x,
+                                   const std::vector<int64_t> &w) {
+  std::vector<int64_t> sizes;
+  for (size_t a = 0; a + 2 < x.size(); ++a)
+    sizes.push_back(
+        (x[a + 2] + window.padBefore[a] + window.padAfter[a] - window.dilation[a] * (w[a + 2] - 1) - 1) /
+            window.stride[a] +
+        1);
+  return sizes;
+}
+
+} // namespace
+
+Tensor convolutionKernel(const ir::Op &op, const std::vector<Tensor> &inputs) {
+  const ir::Window &window = op.attrs().window;
+  Tensor a = inputs[0].contiguous(), b = inputs[1].contiguous();
+  const std::vector<int64_t> &as = a.shape(), &bs = b.shape();
+  std::vector<int64_t> x, w, y; // the forward convolution's shapes
+  switch (op.kind()) {
+  case ir::OpKind::Conv:
+    x = as, w = bs, y = {as[0], bs[0]};
+    for (int64_t size : outputSpatial(window, x, w))
+      y.push_back(size);
+    break;
+  case ir::OpKind::ConvTranspose: // (y, w) -> x
+    y = as, w = bs, x = {as[0], bs[1] * window.groups};
+    for (size_t d = 0; d + 2 < as.size(); ++d)
+      x.push_back((as[d + 2] - 1) * window.stride[d] - window.padBefore[d] - window.padAfter[d] +
+                  window.dilation[d] * (bs[d + 2] - 1) + window.outputPadding[d] + 1);
+    break;
+  default: // conv_filter_grad: (x, gy) -> w
+    x = as, y = bs, w = {bs[1], as[1] / window.groups};
+    w.insert(w.end(), window.kernel.begin(), window.kernel.end());
+    break;
+  }
+  Geometry g = geometry(window, x, w, y);
+  const std::vector<int64_t> &shape = op.kind() == ir::OpKind::Conv            ? y
+                                      : op.kind() == ir::OpKind::ConvTranspose ? x
+                                                                               : w;
+  Tensor out = Tensor::empty(a.dtype(), shape);
+  if (out.numElements() == 0) return out;
+  visitDType(a.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (std::is_floating_point_v<T>) {
+      const T *first = a.data<T>(), *second = b.data<T>();
+      T *result = out.data<T>();
+      if (op.kind() == ir::OpKind::Conv)
+        forward(g, first, second, result);
+      else if (op.kind() == ir::OpKind::ConvTranspose)
+        transposed(g, first, second, result);
+      else
+        filterGradient(g, first, second, result);
+    } else {
+      TG_ASSERT(false) << op.name() << " of " << ir::dtypeName(a.dtype());
+    }
+  });
+  return out;
+}
+
+} // namespace tg::runtime

@@ -634,6 +634,9 @@ std::vector<Value *> GradientBuilder::inputGradients(const Node &node, Value *g,
     }
     break;
   }
+  case OpKind::MaxPool: // to each window's first maximum
+    set(0, [&] { return apply(OpKind::MaxPoolGrad, {x, g}, node.op().attrs()); });
+    break;
   case OpKind::ExpandDims: // the new size-1 axes summed away
     set(0, [&] { return apply(OpKind::Sum, {g}, axesAttrs(node.op().attrs().axes)); });
     break;

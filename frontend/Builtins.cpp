@@ -97,8 +97,9 @@ private:
 
 /// The builtins that are not ops of their own name: casts are spelled by their dtype (f32(x)).
 const std::set<std::string> kFunctions{
-    "load",          "grad",          "var", "std",    "take",   "take_along_axis", "one_hot",
-    "inc_subtensor", "set_subtensor", "pad", "conv1d", "conv2d", "conv_transpose2d"};
+    "load",          "grad",          "var", "std",    "take",   "take_along_axis",  "one_hot",
+    "inc_subtensor", "set_subtensor", "pad", "conv1d", "conv2d", "conv_transpose2d", "max_pool2d",
+    "avg_pool2d"};
 
 std::string listString(const std::vector<int64_t> &values) {
   std::string text = "[";
@@ -360,6 +361,56 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     OpAttrs attrs;
     attrs.window = std::move(window);
     return apply(Op(transposed ? OpKind::ConvTranspose : OpKind::Conv, attrs), {x, w}, loc);
+  }
+  if (name == "max_pool2d" || name == "avg_pool2d") {
+    // PyTorch's defaults: stride the kernel, padding 0 (at most half the kernel), floor of the output size;
+    // average pooling counts the padding (count_include_pad) and is a depthwise conv2d of a constant filter.
+    Arguments args(name, {{"x", "kernel", "stride", "padding"}, 2}, call, *this);
+    ir::Value *x = strong(args.at(0));
+    const ir::TensorType &type = x->type();
+    if (type.rank() != 4)
+      fail(args.at(0).loc, name + "(): the input must have 4 axes (N, C, H, W), got " + type.str());
+    auto perAxis = [&](const Expr &given, const char *what, int64_t least) {
+      std::vector<int64_t> values = staticInts(given, scope, what);
+      if (values.size() == 1) values.assign(2, values[0]);
+      if (values.size() != 2) fail(given.loc, name + "(): " + what + " takes one integer or 2");
+      for (int64_t v : values)
+        if (v < least)
+          fail(given.loc, name + "(): " + what + " must be at least " + std::to_string(least) + ", got " +
+                              std::to_string(v));
+      return values;
+    };
+    ir::Window window;
+    window.kernel = perAxis(args.at(1), "kernel", 1);
+    window.stride = args.get("stride") ? perAxis(*args.get("stride"), "stride", 1) : window.kernel;
+    window.padBefore = window.padAfter =
+        args.get("padding") ? perAxis(*args.get("padding"), "padding", 0) : std::vector<int64_t>(2, 0);
+    window.dilation.assign(2, 1);
+    window.outputPadding.assign(2, 0);
+    if (name == "max_pool2d") {
+      if (type.dtype == DType::Bool) fail(args.at(0).loc, name + "(): the input must be a number, got bool");
+      OpAttrs attrs;
+      attrs.window = std::move(window);
+      return apply(Op(OpKind::MaxPool, attrs), {x}, loc);
+    }
+    if (!ir::isFloat(type.dtype))
+      fail(args.at(0).loc, name + "(): the input must be f32 or f64, got " + type.str());
+    if (!type.shape[1].isStatic())
+      fail(args.at(0).loc, name + "(): the channel axis must have a static size, got " + type.str());
+    for (size_t a = 0; a < 2; ++a)
+      if (2 * window.padBefore[a] > window.kernel[a])
+        fail(args.get("padding")->loc, name + "(): the padding (" + std::to_string(window.padBefore[a]) +
+                                           ") must be at most half the kernel (" +
+                                           std::to_string(window.kernel[a]) + ")");
+    int64_t channels = type.shape[1].size();
+    OpAttrs fill, conv;
+    fill.dtype = type.dtype;
+    fill.shape = {channels, 1, window.kernel[0], window.kernel[1]};
+    fill.scalars = {ir::Number::ofFloat(1.0 / static_cast<double>(window.kernel[0] * window.kernel[1]))};
+    window.kernel.clear();
+    window.groups = channels;
+    conv.window = std::move(window);
+    return apply(Op(OpKind::Conv, conv), {x, apply(Op(OpKind::Full, fill), {}, loc).value}, loc);
   }
   if (name == "pad") {
     // NumPy's constant mode: `widths` one count for every side, a [before, after] pair for every axis, or a

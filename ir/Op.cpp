@@ -219,6 +219,30 @@ TensorType convolutionType(const Op &op, const std::vector<TensorType> &inputs) 
   return {x.dtype, shape, x.place};
 }
 
+/// max_pool and max_pool_grad (Ops.def): batch and channels first, then the window's spatial axes, of static
+/// size; padding at most half the kernel (as PyTorch has it, so that every window holds an element).
+TensorType poolingType(const Op &op, const std::vector<TensorType> &inputs) {
+  const Window &window = op.attrs().window;
+  const TensorType &x = inputs[0];
+  size_t spatial = window.kernel.size();
+  std::string called = "max_pool" + std::to_string(spatial) + "d()";
+  TG_ASSERT(spatial >= 1 && x.rank() == spatial + 2 && window.stride.size() == spatial)
+      << op.name() << " of " << x.str() << " over " << spatial << " spatial axes";
+  if (op.kind() == OpKind::MaxPoolGrad) return x;
+  Shape shape{x.shape[0], x.shape[1]};
+  for (size_t a = 0; a < spatial; ++a) {
+    const Dim &size = x.shape[a + 2];
+    if (!size.isStatic())
+      fail(called + ": axis " + std::to_string(a + 2) + " of " + x.str() +
+           " must have a static size (only the batch and channel axes may be symbolic)");
+    if (2 * std::max(window.padBefore[a], window.padAfter[a]) > window.kernel[a])
+      fail(called + ": the padding (" + std::to_string(window.padBefore[a]) +
+           ") must be at most half the kernel (" + std::to_string(window.kernel[a]) + ")");
+    shape.push_back(Dim::of(windowOutput(size.size(), window.kernel[a], window, a, called)));
+  }
+  return {x.dtype, shape, x.place};
+}
+
 /// A fused node's iteration space: its inputs' broadcast shape, a gather's table taking part as it lies in
 /// the space (tableInSpace).
 Shape fusedSpace(const ScalarGraph &body, const std::vector<TensorType> &inputs) {
@@ -623,6 +647,8 @@ std::string Op::attrString() const {
   case OpKind::Conv:
   case OpKind::ConvTranspose:
   case OpKind::ConvFilterGrad:
+  case OpKind::MaxPool:
+  case OpKind::MaxPoolGrad:
     if (std::string window = a.window.str(); !window.empty()) parts.push_back(window);
     break;
   default:
@@ -798,6 +824,9 @@ TensorType inferHostType(const Op &op, const std::vector<TensorType> &inputs) {
   case OpKind::ConvTranspose:
   case OpKind::ConvFilterGrad:
     return convolutionType(op, inputs);
+  case OpKind::MaxPool:
+  case OpKind::MaxPoolGrad:
+    return poolingType(op, inputs);
   case OpKind::Sort:
   case OpKind::Argsort:
     if (input.isScalar()) fail(std::string(op.name()) + ": cannot sort a zero-dimensional array");

@@ -1,9 +1,12 @@
-// Convolution on the CPU (Ops.def's conv, conv_transpose and conv_filter_grad): direct loops over one
-// convolution's geometry, PyTorch's semantics (NCHW, OIHW, a cross-correlation), f32 and f64, split between
-// threads so that each thread writes outputs of its own (no atomics, the same sums in the same order on every
-// run). One spatial axis is the second of two with a height of 1.
+// Convolution and max pooling on the CPU (Ops.def's conv, conv_transpose, conv_filter_grad, max_pool and
+// max_pool_grad): direct loops over one window's geometry, PyTorch's semantics (NCHW, OIHW, a
+// cross-correlation; a pooled gradient to each window's first maximum), split between threads so that each
+// thread writes outputs of its own (no atomics, the same sums in the same order on every run). One spatial
+// axis is the second of two with a height of 1.
 #include "runtime/KernelSupport.h"
 #include "runtime/WorkerPool.h"
+
+#include <algorithm>
 
 namespace tg::runtime {
 
@@ -119,6 +122,51 @@ void filterGradient(const Geometry &g, const T *x, const T *gy, T *dw) {
   });
 }
 
+/// The place of the first maximum of the window of output (oy, ox) in a plane of the input (y * inW + x), or
+/// -1 for a window of padding only (which the padding rule excludes); a NaN wins at once, as it does in
+/// PyTorch.
+template <typename T>
+int64_t windowMaximum(const Geometry &g, const T *plane, int64_t oy, int64_t ox) {
+  int64_t best = -1;
+  for (int64_t ky = 0; ky < g.kH; ++ky) {
+    int64_t iy = oy * g.strideH - g.padTop + ky * g.dilationH;
+    if (iy < 0 || iy >= g.inH) continue;
+    for (int64_t kx = 0; kx < g.kW; ++kx) {
+      int64_t ix = ox * g.strideW - g.padLeft + kx * g.dilationW;
+      if (ix < 0 || ix >= g.inW) continue;
+      T value = plane[iy * g.inW + ix];
+      if (best < 0 || value > plane[best]) best = iy * g.inW + ix;
+      if constexpr (std::is_floating_point_v<T>)
+        if (std::isnan(value)) return iy * g.inW + ix;
+    }
+  }
+  return best;
+}
+
+/// max_pool: each window's maximum; max_pool_grad (with `gradient`): zeros but at each window's first
+/// maximum, where its gradients add up. A plane per thread at a time.
+template <typename T>
+void maxPool(const Geometry &g, const T *x, const T *gradient, T *out) {
+  parallelFor(g.n * g.channels, [&](int64_t plane) {
+    const T *in = x + plane * g.inH * g.inW;
+    if (gradient) {
+      T *dx = out + plane * g.inH * g.inW;
+      std::fill(dx, dx + g.inH * g.inW, T(0));
+      const T *gy = gradient + plane * g.outH * g.outW;
+      for (int64_t oy = 0; oy < g.outH; ++oy)
+        for (int64_t ox = 0; ox < g.outW; ++ox)
+          if (int64_t at = windowMaximum(g, in, oy, ox); at >= 0) dx[at] += gy[oy * g.outW + ox];
+      return;
+    }
+    T *y = out + plane * g.outH * g.outW;
+    for (int64_t oy = 0; oy < g.outH; ++oy)
+      for (int64_t ox = 0; ox < g.outW; ++ox) {
+        int64_t at = windowMaximum(g, in, oy, ox);
+        y[oy * g.outW + ox] = at >= 0 ? in[at] : T(0);
+      }
+  });
+}
+
 /// The spatial sizes of a convolution's output (ir::inferType's rule, on run-time sizes).
 std::vector<int64_t> outputSpatial(const ir::Window &window, const std::vector<int64_t> &x,
                                    const std::vector<int64_t> &w) {
@@ -132,6 +180,29 @@ std::vector<int64_t> outputSpatial(const ir::Window &window, const std::vector<i
 }
 
 } // namespace
+
+Tensor poolingKernel(const ir::Op &op, const std::vector<Tensor> &inputs) {
+  const ir::Window &window = op.attrs().window;
+  Tensor x = inputs[0].contiguous();
+  std::vector<int64_t> kernel{x.shape()[0], x.shape()[1]}, y{x.shape()[0], x.shape()[1]};
+  kernel.insert(kernel.end(), window.kernel.begin(), window.kernel.end());
+  for (int64_t size : outputSpatial(window, x.shape(), kernel))
+    y.push_back(size);
+  Geometry g = geometry(window, x.shape(), kernel, y);
+  g.filters = g.channels, g.groups = g.channels;
+  bool gradient = op.kind() == ir::OpKind::MaxPoolGrad;
+  Tensor gy = gradient ? inputs[1].contiguous() : Tensor();
+  Tensor out = Tensor::empty(x.dtype(), gradient ? x.shape() : y);
+  if (out.numElements() == 0) return out;
+  visitDType(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (std::is_same_v<T, bool>)
+      TG_ASSERT(false) << op.name() << " of bool";
+    else
+      maxPool(g, x.data<T>(), gradient ? gy.data<T>() : nullptr, out.data<T>());
+  });
+  return out;
+}
 
 Tensor convolutionKernel(const ir::Op &op, const std::vector<Tensor> &inputs) {
   const ir::Window &window = op.attrs().window;

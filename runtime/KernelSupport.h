@@ -69,6 +69,8 @@ ArangeTerms arangeTerms(const ir::OpAttrs &attrs, ir::DType dtype);
 Tensor dimSizeKernel(const ir::Op &op, const Tensor &input);
 /// conv, conv_transpose and conv_filter_grad (runtime/ConvKernels.cpp).
 Tensor convolutionKernel(const ir::Op &op, const std::vector<Tensor> &inputs);
+/// max_pool and max_pool_grad (runtime/ConvKernels.cpp).
+Tensor poolingKernel(const ir::Op &op, const std::vector<Tensor> &inputs);
 Tensor sortKernel(const ir::Op &op, const Tensor &input, ir::DType dtype);
 /// Where an indexing op reads or writes in a C-order x (runtime/IndexKernels.cpp; the device layer's too):
 /// `outer` rows of `rowElements` before the indexed axes; per row, `positions` index positions (indexShape,

@@ -70,6 +70,9 @@ Tensor runKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType 
   case OpKind::ConvTranspose:
   case OpKind::ConvFilterGrad:
     return convolutionKernel(op, inputs);
+  case OpKind::MaxPool:
+  case OpKind::MaxPoolGrad:
+    return poolingKernel(op, inputs);
   case OpKind::Gather:
   case OpKind::ScatterAdd:
   case OpKind::ScatterSet:

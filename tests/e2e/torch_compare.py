@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""End-to-end test of the convolutions against PyTorch (torch.nn.functional), values and gradients.
+"""End-to-end test of the convolutions and poolings against PyTorch (torch.nn.functional), values and gradients.
 
-Each case is one script: y = conv(x, w, ...) for conv1d, conv2d or conv_transpose2d, and the gradients of
-sum(y * W) with respect to x and w (W a fixed random array of y's shape, so that every output weighs in), run
-by `tgc run` on the chosen device and saved with --out; PyTorch computes the same with autograd. Cases cover
-strides, padding (integers, pairs, "same" with odd and even kernels, "valid"), dilation, groups, output padding,
-odd sizes, f32 and f64. f32 results must match to a relative 1e-4 of the largest magnitude, f64 to 1e-10.
+Each case is one script: y = conv(x, w, ...) for conv1d, conv2d or conv_transpose2d (or y = pool(x, ...) for
+max_pool2d and avg_pool2d), and the gradients of sum(y * W) with respect to x and w (W a fixed random array of
+y's shape, so that every output weighs in), run by `tgc run` on the chosen device and saved with --out; PyTorch
+computes the same with autograd. Cases cover strides, padding (integers, pairs, "same" with odd and even
+kernels, "valid"), dilation, groups, output padding, odd sizes, pooling windows that overlap, pad or leave rows
+out, ties (max pooling's gradient to the first maximum), f32 and f64. f32 results must match to a relative 1e-4
+of the largest magnitude, f64 to 1e-10.
 
 Usage: torch_compare.py --tgc build/tgc [--device cpu|sim] [-k SUBSTRING] [-v]
 The last line printed is `N passed, M failed`; the exit status is non-zero on any failure.
@@ -49,7 +51,15 @@ CASES = [
      {"stride": 2, "padding": 1, "output_padding": 1, "groups": 2}, "f32"),
     ("conv_transpose2d dilation", "conv_transpose2d", (1, 2, 4, 4), (2, 3, 3, 3), {"dilation": 2, "padding": [0, 1]},
      "f64"),
+    ("max_pool2d", "max_pool2d", (2, 3, 8, 8), None, {"kernel": 2}, "f32"),
+    ("max_pool2d overlapping", "max_pool2d", (2, 2, 7, 9), None, {"kernel": 3, "stride": 2, "padding": 1}, "f32"),
+    ("max_pool2d ties", "max_pool2d", (1, 2, 6, 6), None, {"kernel": [2, 3], "stride": [2, 1]}, "ties"),
+    ("max_pool2d rows left out", "max_pool2d", (2, 1, 7, 5), None, {"kernel": 2}, "f64"),
+    ("avg_pool2d", "avg_pool2d", (2, 3, 8, 8), None, {"kernel": 2}, "f32"),
+    ("avg_pool2d padded", "avg_pool2d", (2, 2, 7, 9), None, {"kernel": [3, 2], "stride": 2, "padding": 1}, "f64"),
 ]
+
+TORCH_NAMES = {"kernel": "kernel_size"}
 
 
 def script_value(value):
@@ -61,43 +71,54 @@ def script_value(value):
 
 
 def torch_reference(builtin, x, w, weights, kwargs):
-    function = {"conv1d": F.conv1d, "conv2d": F.conv2d, "conv_transpose2d": F.conv_transpose2d}[builtin]
-    tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
-    y = function(tx, tw, **kwargs)
+    function = {"conv1d": F.conv1d, "conv2d": F.conv2d, "conv_transpose2d": F.conv_transpose2d,
+                "max_pool2d": F.max_pool2d, "avg_pool2d": F.avg_pool2d}[builtin]
+    tx = torch.tensor(x, requires_grad=True)
+    tw = torch.tensor(w, requires_grad=True) if w is not None else None
+    keywords = {TORCH_NAMES.get(key, key): value for key, value in kwargs.items()}
+    y = function(tx, tw, **keywords) if tw is not None else function(tx, **keywords)
     (y * torch.tensor(weights)).sum().backward()
-    return y.detach().numpy(), tx.grad.numpy(), tw.grad.numpy()
+    return y.detach().numpy(), tx.grad.numpy(), tw.grad.numpy() if tw is not None else None
 
 
 def run_case(tgc, device, case, verbose):
     name, builtin, x_shape, w_shape, kwargs, dtype = case
+    ties = dtype == "ties"  # small integers in f32: windows with several maxima
+    dtype = "f32" if ties else dtype
     npdtype = np.float32 if dtype == "f32" else np.float64
-    x = RS.uniform(-1, 1, x_shape).astype(npdtype)
-    w = RS.uniform(-1, 1, w_shape).astype(npdtype)
+    x = (RS.randint(0, 3, x_shape) if ties else RS.uniform(-1, 1, x_shape)).astype(npdtype)
+    w = RS.uniform(-1, 1, w_shape).astype(npdtype) if w_shape else None
     want_y = torch_reference(builtin, x, w, np.zeros(1, npdtype), kwargs)[0]
     weights = RS.uniform(-1, 1, want_y.shape).astype(npdtype)
     want = torch_reference(builtin, x, w, weights, kwargs)
     arguments = "".join(", %s=%s" % (key, script_value(value)) for key, value in kwargs.items())
-    text = ("input x : %s[n, %s]\ninput w : %s[%s]\ninput W : %s[n, %s]\n"
-            "let y = %s(x, w%s)\nlet gx, gw = grad(sum(y * W), x, w)\noutput y, gx, gw\n"
-            % (dtype, ", ".join(map(str, x_shape[1:])), dtype, ", ".join(map(str, w_shape)), dtype,
-               ", ".join(map(str, want_y.shape[1:])), builtin, arguments))
+    outputs = ("y", "gx", "gw") if w is not None else ("y", "gx")
+    text = "input x : %s[n, %s]\n" % (dtype, ", ".join(map(str, x_shape[1:])))
+    if w is not None:
+        text += "input w : %s[%s]\n" % (dtype, ", ".join(map(str, w_shape)))
+    text += "input W : %s[n, %s]\n" % (dtype, ", ".join(map(str, want_y.shape[1:])))
+    if w is not None:
+        text += "let y = %s(x, w%s)\nlet gx, gw = grad(sum(y * W), x, w)\n" % (builtin, arguments)
+    else:
+        text += "let y = %s(x%s)\nlet gx = grad(sum(y * W), x)\n" % (builtin, arguments)
+    text += "output %s\n" % ", ".join(outputs)
     with tempfile.TemporaryDirectory() as folder:
         path = lambda file: os.path.join(folder, file)  # noqa: E731
         with open(path("case.tg"), "w") as f:
             f.write(text)
-        for input_name, value in (("x", x), ("w", w), ("W", weights)):
-            np.save(path(input_name + ".npy"), value)
+        inputs = [("x", x), ("W", weights)] + ([("w", w)] if w is not None else [])
         command = [tgc, "run", path("case.tg"), "--device", device]
-        for input_name in ("x", "w", "W"):
+        for input_name, value in inputs:
+            np.save(path(input_name + ".npy"), value)
             command += ["--in", "%s=%s" % (input_name, path(input_name + ".npy"))]
-        for output in ("y", "gx", "gw"):
+        for output in outputs:
             command += ["--out", "%s=%s" % (output, path(output + ".npy"))]
         result = subprocess.run(command, capture_output=True, text=True)
         if result.returncode != 0:
             return "tgc failed:\n" + text + result.stderr
-        got = [np.load(path(output + ".npy")) for output in ("y", "gx", "gw")]
+        got = [np.load(path(output + ".npy")) for output in outputs]
     tolerance = 1e-4 if dtype == "f32" else 1e-10
-    for output, g, e in zip(("y", "gx", "gw"), got, want):
+    for output, g, e in zip(outputs, got, want):
         if g.shape != e.shape or g.dtype != e.dtype:
             return "%s: got %s %s, PyTorch %s %s" % (output, g.dtype, g.shape, e.dtype, e.shape)
         scale = max(1.0, float(np.abs(e).max()))

@@ -7,6 +7,8 @@
 #include "runtime/WorkerPool.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <oneapi/dnnl/dnnl.hpp>
 
 namespace tg::runtime {
 
@@ -17,7 +19,8 @@ namespace {
 struct Geometry {
   int64_t n = 0, channels = 0, filters = 0, groups = 1;
   int64_t inH = 1, inW = 1, kH = 1, kW = 1, outH = 1, outW = 1;
-  int64_t strideH = 1, strideW = 1, dilationH = 1, dilationW = 1, padTop = 0, padLeft = 0;
+  int64_t strideH = 1, strideW = 1, dilationH = 1, dilationW = 1, padTop = 0, padLeft = 0, padBottom = 0,
+          padRight = 0;
 
   int64_t channelsPerGroup() const { return channels / groups; }
   int64_t filtersPerGroup() const { return filters / groups; }
@@ -33,7 +36,9 @@ Geometry geometry(const ir::Window &window, const std::vector<int64_t> &x, const
   if (two) {
     g.inH = x[2], g.kH = w[2], g.outH = y[2];
     g.strideH = window.stride[h], g.dilationH = window.dilation[h], g.padTop = window.padBefore[h];
+    g.padBottom = window.padAfter[h];
   }
+  g.padRight = window.padAfter[wAxis];
   g.inW = x.back(), g.kW = w.back(), g.outW = y.back();
   g.strideW = window.stride[wAxis], g.dilationW = window.dilation[wAxis], g.padLeft = window.padBefore[wAxis];
   return g;
@@ -167,6 +172,70 @@ void maxPool(const Geometry &g, const T *x, const T *gradient, T *out) {
   });
 }
 
+/// f32 convolutions by oneDNN's primitives (its forward, backward-data and backward-weights convolutions, on
+/// its own threads), on the plain layouts tgc's tensors have: false where oneDNN declines the geometry (an
+/// output padding as large as the stride, say), which the direct loops then compute.
+bool convolveWithDnnl(ir::OpKind kind, const Geometry &g, const float *a, const float *b, float *out) {
+  using dnnl::memory;
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  memory::dims source{g.n, g.channels, g.inH, g.inW}, destination{g.n, g.filters, g.outH, g.outW},
+      weights = g.groups == 1 ? memory::dims{g.filters, g.channelsPerGroup(), g.kH, g.kW}
+                              : memory::dims{g.groups, g.filtersPerGroup(), g.channelsPerGroup(), g.kH, g.kW};
+  auto f32 = memory::data_type::f32;
+  memory::desc sourceDesc(source, f32, memory::format_tag::nchw),
+      destinationDesc(destination, f32, memory::format_tag::nchw),
+      weightsDesc(weights, f32, g.groups == 1 ? memory::format_tag::oihw : memory::format_tag::goihw);
+  memory::dims strides{g.strideH, g.strideW}, dilation{g.dilationH - 1, g.dilationW - 1},
+      padBefore{g.padTop, g.padLeft}, padAfter{g.padBottom, g.padRight};
+  try {
+    dnnl::stream stream(engine);
+    dnnl::convolution_forward::primitive_desc forward(
+        {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, sourceDesc, weightsDesc,
+         destinationDesc, strides, dilation, padBefore, padAfter},
+        engine);
+    auto bind = [&](const memory::desc &desc, const float *data) {
+      return memory(desc, engine, const_cast<float *>(data));
+    };
+    if (kind == ir::OpKind::Conv) {
+      dnnl::convolution_forward(forward).execute(stream, {{DNNL_ARG_SRC, bind(sourceDesc, a)},
+                                                          {DNNL_ARG_WEIGHTS, bind(weightsDesc, b)},
+                                                          {DNNL_ARG_DST, bind(destinationDesc, out)}});
+    } else if (kind == ir::OpKind::ConvTranspose) { // (gy, w) -> dx
+      dnnl::convolution_backward_data::primitive_desc backward({dnnl::algorithm::convolution_direct,
+                                                                sourceDesc, weightsDesc, destinationDesc,
+                                                                strides, dilation, padBefore, padAfter},
+                                                               engine, forward);
+      dnnl::convolution_backward_data(backward).execute(stream,
+                                                        {{DNNL_ARG_DIFF_DST, bind(destinationDesc, a)},
+                                                         {DNNL_ARG_WEIGHTS, bind(weightsDesc, b)},
+                                                         {DNNL_ARG_DIFF_SRC, bind(sourceDesc, out)}});
+    } else { // (x, gy) -> dw
+      dnnl::convolution_backward_weights::primitive_desc backward({dnnl::algorithm::convolution_direct,
+                                                                   sourceDesc, weightsDesc, destinationDesc,
+                                                                   strides, dilation, padBefore, padAfter},
+                                                                  engine, forward);
+      dnnl::convolution_backward_weights(backward).execute(stream,
+                                                           {{DNNL_ARG_SRC, bind(sourceDesc, a)},
+                                                            {DNNL_ARG_DIFF_DST, bind(destinationDesc, b)},
+                                                            {DNNL_ARG_DIFF_WEIGHTS, bind(weightsDesc, out)}});
+    }
+    stream.wait();
+  } catch (const dnnl::error &) {
+    return false;
+  }
+  return true;
+}
+
+/// Whether f32 convolutions go to oneDNN (the default) or to the direct loops (TGC_CONV=direct in the
+/// environment: what the tests and bench/cnn compare oneDNN's with).
+bool useDnnl() {
+  static const bool dnnl = [] {
+    const char *choice = std::getenv("TGC_CONV");
+    return !(choice && std::string(choice) == "direct");
+  }();
+  return dnnl;
+}
+
 /// The spatial sizes of a convolution's output (ir::inferType's rule, on run-time sizes).
 std::vector<int64_t> outputSpatial(const ir::Window &window, const std::vector<int64_t> &x,
                                    const std::vector<int64_t> &w) {
@@ -237,6 +306,8 @@ Tensor convolutionKernel(const ir::Op &op, const std::vector<Tensor> &inputs) {
     if constexpr (std::is_floating_point_v<T>) {
       const T *first = a.data<T>(), *second = b.data<T>();
       T *result = out.data<T>();
+      if constexpr (std::is_same_v<T, float>)
+        if (useDnnl() && convolveWithDnnl(op.kind(), g, first, second, result)) return;
       if (op.kind() == ir::OpKind::Conv)
         forward(g, first, second, result);
       else if (op.kind() == ir::OpKind::ConvTranspose)

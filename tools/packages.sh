@@ -1,10 +1,10 @@
 # Sourced by tools/setup.sh, tools/fuzz.sh and tools/bundle.sh: the Debian packages tgc builds and tests with
-# (python3-torch: the reference the convolution tests compare with), and how to install those that are missing
-# (as root, or with sudo).
+# (python3-torch: the reference the convolution tests compare with; dataset-fashion-mnist: the CNN example's
+# data), and how to install those that are missing (as root, or with sudo).
 
 TGC_PACKAGES=(cmake ninja-build g++ llvm-19-dev llvm-19-tools antlr4 default-jre-headless libantlr4-runtime-dev
   libopenblas-dev libdnnl-dev nlohmann-json3-dev libboost-graph-dev python3-numpy python3-dev pybind11-dev python3-pytest
-  libgtest-dev libgmock-dev libedit-dev tmux python3-torch)
+  libgtest-dev libgmock-dev libedit-dev tmux python3-torch dataset-fashion-mnist)
 # tools/bundle.sh also links LLVM statically, whose support library needs zstd's development files.
 TGC_BUNDLE_PACKAGES=(libzstd-dev)
 

@@ -35,3 +35,18 @@ for arm in range(3):
     labels.append(np.full(100, arm))
 save("spiral_X.npy", np.concatenate(points).astype(np.float32))
 save("spiral_y.npy", np.concatenate(labels).astype(np.int64))
+
+# fashion32: the first 32 images of Fashion-MNIST's test set and their labels, as examples/data/fashion_mnist.py
+# converts them (Debian's dataset-fashion-mnist): a sample cnn.tg runs on in the tests. The full sets come from
+# that script.
+source = "/usr/share/datasets/fashion-mnist"
+if os.path.isdir(source):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("fashion_mnist", os.path.join(here, "fashion_mnist.py"))
+    fashion = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fashion)
+    images = fashion.read_idx(os.path.join(source, "t10k-images-idx3-ubyte.gz"))[:32]
+    labels = fashion.read_idx(os.path.join(source, "t10k-labels-idx1-ubyte.gz"))[:32]
+    save("fashion32_x.npy", ((images.astype(np.float32) / 255 - fashion.MEAN) / fashion.DEVIATION)
+         .astype(np.float32)[:, None])
+    save("fashion32_y.npy", labels.astype(np.int64))

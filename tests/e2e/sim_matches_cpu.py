@@ -31,6 +31,7 @@ INPUTS = {
     "logreg.tg": ["X=logreg_X.npy", "y=logreg_y.npy"],
     "mlp.tg": ["X=spiral_X.npy", "labels=spiral_y.npy"],
     "normalize.tg": ["X=points.npy"],
+    "cnn.tg": ["x=fashion32_x.npy", "labels=fashion32_y.npy"],
 }
 TRAINING_STEPS, PRINT_EVERY = 20, 5
 

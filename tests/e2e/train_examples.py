@@ -16,6 +16,8 @@ RUNS = [
     ("logreg.tg", ["X=logreg_X.npy", "y=logreg_y.npy"], 200, 40, {"loss": 0.25}),
     ("mlp.tg", ["X=spiral_X.npy", "labels=spiral_y.npy"], 600, 100, {"loss": 0.2}),
     ("embedding.tg", [], 300, 50, {"loss": 0.05}),
+    # 32 Fashion-MNIST images (the full sets: examples/python/train_cnn.py): the CNN fits them.
+    ("cnn.tg", ["x=fashion32_x.npy", "labels=fashion32_y.npy"], 60, 10, {"loss": 0.01}),
 ]
 
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <unordered_map>
 
 namespace tg::runtime {
 
@@ -23,6 +24,10 @@ struct Geometry {
           padRight = 0;
 
   int64_t channelsPerGroup() const { return channels / groups; }
+  /// The input row (column) that output row oy (column ox) reads at kernel row ky (column kx): outside
+  /// [0, inH) ([0, inW)) where that falls in the padding.
+  int64_t row(int64_t oy, int64_t ky) const { return oy * strideH - padTop + ky * dilationH; }
+  int64_t column(int64_t ox, int64_t kx) const { return ox * strideW - padLeft + kx * dilationW; }
   int64_t filtersPerGroup() const { return filters / groups; }
 };
 
@@ -57,10 +62,10 @@ void forward(const Geometry &g, const T *x, const T *w, T *y) {
         for (int64_t c = 0; c < cg; ++c) {
           const T *plane = x + (n * g.channels + group * cg + c) * g.inH * g.inW;
           for (int64_t ky = 0; ky < g.kH; ++ky) {
-            int64_t iy = oy * g.strideH - g.padTop + ky * g.dilationH;
+            int64_t iy = g.row(oy, ky);
             if (iy < 0 || iy >= g.inH) continue;
             for (int64_t kx = 0; kx < g.kW; ++kx) {
-              int64_t ix = ox * g.strideW - g.padLeft + kx * g.dilationW;
+              int64_t ix = g.column(ox, kx);
               if (ix < 0 || ix >= g.inW) continue;
               sum += plane[iy * g.inW + ix] * filter[(c * g.kH + ky) * g.kW + kx];
             }
@@ -113,10 +118,10 @@ void filterGradient(const Geometry &g, const T *x, const T *gy, T *dw) {
             const T *plane = x + (n * g.channels + group * cg + c) * g.inH * g.inW;
             const T *grad = gy + (n * g.filters + o) * g.outH * g.outW;
             for (int64_t oy = 0; oy < g.outH; ++oy) {
-              int64_t iy = oy * g.strideH - g.padTop + ky * g.dilationH;
+              int64_t iy = g.row(oy, ky);
               if (iy < 0 || iy >= g.inH) continue;
               for (int64_t ox = 0; ox < g.outW; ++ox) {
-                int64_t ix = ox * g.strideW - g.padLeft + kx * g.dilationW;
+                int64_t ix = g.column(ox, kx);
                 if (ix < 0 || ix >= g.inW) continue;
                 sum += grad[oy * g.outW + ox] * plane[iy * g.inW + ix];
               }
@@ -134,10 +139,10 @@ template <typename T>
 int64_t windowMaximum(const Geometry &g, const T *plane, int64_t oy, int64_t ox) {
   int64_t best = -1;
   for (int64_t ky = 0; ky < g.kH; ++ky) {
-    int64_t iy = oy * g.strideH - g.padTop + ky * g.dilationH;
+    int64_t iy = g.row(oy, ky);
     if (iy < 0 || iy >= g.inH) continue;
     for (int64_t kx = 0; kx < g.kW; ++kx) {
-      int64_t ix = ox * g.strideW - g.padLeft + kx * g.dilationW;
+      int64_t ix = g.column(ox, kx);
       if (ix < 0 || ix >= g.inW) continue;
       T value = plane[iy * g.inW + ix];
       if (best < 0 || value > plane[best]) best = iy * g.inW + ix;
@@ -200,24 +205,23 @@ bool convolveWithDnnl(ir::OpKind kind, const Geometry &g, const float *a, const 
       dnnl::convolution_forward(forward).execute(stream, {{DNNL_ARG_SRC, bind(sourceDesc, a)},
                                                           {DNNL_ARG_WEIGHTS, bind(weightsDesc, b)},
                                                           {DNNL_ARG_DST, bind(destinationDesc, out)}});
-    } else if (kind == ir::OpKind::ConvTranspose) { // (gy, w) -> dx
-      dnnl::convolution_backward_data::primitive_desc backward({dnnl::algorithm::convolution_direct,
-                                                                sourceDesc, weightsDesc, destinationDesc,
-                                                                strides, dilation, padBefore, padAfter},
-                                                               engine, forward);
-      dnnl::convolution_backward_data(backward).execute(stream,
-                                                        {{DNNL_ARG_DIFF_DST, bind(destinationDesc, a)},
-                                                         {DNNL_ARG_WEIGHTS, bind(weightsDesc, b)},
-                                                         {DNNL_ARG_DIFF_SRC, bind(sourceDesc, out)}});
-    } else { // (x, gy) -> dw
-      dnnl::convolution_backward_weights::primitive_desc backward({dnnl::algorithm::convolution_direct,
-                                                                   sourceDesc, weightsDesc, destinationDesc,
-                                                                   strides, dilation, padBefore, padAfter},
-                                                                  engine, forward);
-      dnnl::convolution_backward_weights(backward).execute(stream,
-                                                           {{DNNL_ARG_SRC, bind(sourceDesc, a)},
-                                                            {DNNL_ARG_DIFF_DST, bind(destinationDesc, b)},
-                                                            {DNNL_ARG_DIFF_WEIGHTS, bind(weightsDesc, out)}});
+    } else {
+      // The backward convolutions take the same descriptors, the forward one as their hint.
+      auto backward = [&](auto primitive, std::unordered_map<int, memory> arguments) {
+        using Primitive = decltype(primitive);
+        typename Primitive::primitive_desc desc({dnnl::algorithm::convolution_direct, sourceDesc, weightsDesc,
+                                                 destinationDesc, strides, dilation, padBefore, padAfter},
+                                                engine, forward);
+        Primitive(desc).execute(stream, arguments);
+      };
+      if (kind == ir::OpKind::ConvTranspose) // (gy, w) -> dx
+        backward(dnnl::convolution_backward_data(), {{DNNL_ARG_DIFF_DST, bind(destinationDesc, a)},
+                                                     {DNNL_ARG_WEIGHTS, bind(weightsDesc, b)},
+                                                     {DNNL_ARG_DIFF_SRC, bind(sourceDesc, out)}});
+      else // (x, gy) -> dw
+        backward(dnnl::convolution_backward_weights(), {{DNNL_ARG_SRC, bind(sourceDesc, a)},
+                                                        {DNNL_ARG_DIFF_DST, bind(destinationDesc, b)},
+                                                        {DNNL_ARG_DIFF_WEIGHTS, bind(weightsDesc, out)}});
     }
     stream.wait();
   } catch (const dnnl::error &) {

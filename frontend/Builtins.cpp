@@ -167,6 +167,20 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     return attrs;
   };
 
+  // A window argument (a kernel, a stride, ...): one integer for every one of `axes` spatial axes or one per
+  // axis, each at least `least`.
+  auto windowInts = [&](const Expr &given, const char *what, size_t axes, int64_t least) {
+    std::vector<int64_t> values = staticInts(given, scope, what);
+    if (values.size() == 1) values.assign(axes, values[0]);
+    if (values.size() != axes)
+      fail(given.loc, name + "(): " + what + " takes one integer or " + std::to_string(axes));
+    for (int64_t v : values)
+      if (v < least)
+        fail(given.loc, name + "(): " + what + " must be at least " + std::to_string(least) + ", got " +
+                            std::to_string(v));
+    return values;
+  };
+
   // A shape list naming symbolic dimensions (zeros([n, 8])): each one's position and name, its static sizes
   // (1 where a dimension stands), and the value made of those sizes with each dimension's zeros added.
   auto symbolicSizes = [&](const Expr &expr) {
@@ -319,16 +333,7 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
                     ir::dtypeName(w->type().dtype) + "; convert one (f32(w))");
     auto perAxis = [&](const char *parameter, int64_t fallback, int64_t least) {
       const Expr *given = args.get(parameter);
-      std::vector<int64_t> values =
-          given ? staticInts(*given, scope, parameter) : std::vector<int64_t>(spatial, fallback);
-      if (values.size() == 1) values.assign(spatial, values[0]);
-      if (values.size() != spatial)
-        fail(given->loc, name + "(): " + parameter + " takes one integer or " + std::to_string(spatial));
-      for (int64_t v : values)
-        if (v < least)
-          fail(given->loc, name + "(): " + parameter + " must be at least " + std::to_string(least) +
-                               ", got " + std::to_string(v));
-      return values;
+      return given ? windowInts(*given, parameter, spatial, least) : std::vector<int64_t>(spatial, fallback);
     };
     ir::Window window;
     window.stride = perAxis("stride", 1, 1);
@@ -370,21 +375,11 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     const ir::TensorType &type = x->type();
     if (type.rank() != 4)
       fail(args.at(0).loc, name + "(): the input must have 4 axes (N, C, H, W), got " + type.str());
-    auto perAxis = [&](const Expr &given, const char *what, int64_t least) {
-      std::vector<int64_t> values = staticInts(given, scope, what);
-      if (values.size() == 1) values.assign(2, values[0]);
-      if (values.size() != 2) fail(given.loc, name + "(): " + what + " takes one integer or 2");
-      for (int64_t v : values)
-        if (v < least)
-          fail(given.loc, name + "(): " + what + " must be at least " + std::to_string(least) + ", got " +
-                              std::to_string(v));
-      return values;
-    };
     ir::Window window;
-    window.kernel = perAxis(args.at(1), "kernel", 1);
-    window.stride = args.get("stride") ? perAxis(*args.get("stride"), "stride", 1) : window.kernel;
+    window.kernel = windowInts(args.at(1), "kernel", 2, 1);
+    window.stride = args.get("stride") ? windowInts(*args.get("stride"), "stride", 2, 1) : window.kernel;
     window.padBefore = window.padAfter =
-        args.get("padding") ? perAxis(*args.get("padding"), "padding", 0) : std::vector<int64_t>(2, 0);
+        args.get("padding") ? windowInts(*args.get("padding"), "padding", 2, 0) : std::vector<int64_t>(2, 0);
     window.dilation.assign(2, 1);
     window.outputPadding.assign(2, 0);
     if (name == "max_pool2d") {

@@ -108,8 +108,9 @@ std::string explainPlacement(const ir::Program &program, const opt::PlacementRea
 /// plan (runtime/DevicePlan.h) gives the device nodes, or every fused kernel when nothing runs on a device:
 /// generated kernels and reductions (of fused nodes, or of unfused ops), the generated matmul kernel for each
 /// device matmul (what a GPU without cuBLAS runs; integer and bool matmuls always), the creation kernels of
-/// device eye, arange, rand and randn, the index kernels of gathers and scatters. A comment names each kernel's
-/// node and source line (PTX: all of them first, then the module, whose entries are the names they give).
+/// device eye, arange, rand and randn, the index kernels of gathers and scatters, the window kernels of
+/// convolutions and poolings. A comment names each kernel's node and source line (PTX: all of them first,
+/// then the module, whose entries are the names they give).
 std::string printKernels(const ir::Program &program, bool ptx, const std::string &gpuArch) {
   struct Kernel {
     const ir::Node *node;
@@ -123,7 +124,7 @@ std::string printKernels(const ir::Program &program, bool ptx, const std::string
     if (ptx && node->op().place() == ir::Place::Device && !transfer) {
       runtime::DeviceStep step = runtime::planDeviceStep(*node);
       if (step.kind == Kind::Kernel || step.kind == Kind::Reduction || step.kind == Kind::Matmul ||
-          step.kind == Kind::Creation || step.kind == Kind::Index) {
+          step.kind == Kind::Creation || step.kind == Kind::Index || step.kind == Kind::Window) {
         kernels.push_back({node, step});
         anyDevice = true;
       }
@@ -163,6 +164,19 @@ std::string printKernels(const ir::Program &program, bool ptx, const std::string
         out << " " << codegen::indexKernelName(kernel, dtype);
       }
       out << "\n";
+      continue;
+    }
+    if (step && step->kind == Kind::Window) {
+      out << comment << " kernel " << index++ << ": " << node->op().str() << " -> "
+          << node->output()->type().str() << ", at " << node->loc().str() << ":";
+      for (auto [kernel, dtype] : runtime::windowKernels(*node)) {
+        module.windows.emplace_back(kernel, dtype);
+        out << " " << codegen::windowKernelName(kernel, dtype);
+      }
+      out << (node->op().kind() == ir::OpKind::MaxPool || node->op().kind() == ir::OpKind::MaxPoolGrad
+                  ? ""
+                  : " and a gemm per channel group")
+          << "\n";
       continue;
     }
     codegen::Layout layout = staticLayout(*node);

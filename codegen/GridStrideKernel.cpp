@@ -1,5 +1,5 @@
 // Grid-stride kernels over a parameter buffer (KernelBuilder.h): the PTX entry and the simulated-device
-// function around one body of per-element work, for the creation kernels and the index kernels.
+// function around one body of per-element work, for the creation, index and window kernels.
 #include "codegen/KernelBuilder.h"
 
 #include <llvm/IR/IRBuilder.h>

@@ -213,15 +213,17 @@ std::string emitDeviceLlvm(const KernelSpec &spec, const std::string &gpuArch = 
 /// the kernel needs libdevice and it cannot be read (emitDeviceLlvm too).
 std::string emitPtx(const KernelSpec &spec, const std::string &gpuArch = "sm_90");
 
-enum class IndexKernel; // the index kernels (below)
+enum class IndexKernel;  // the index kernels (below)
+enum class WindowKernel; // the window kernels (below)
 
-/// The kernels of one PTX module: fused kernels, the generated matmul kernel of some dtypes, creation
-/// kernels.
+/// The kernels of one PTX module: fused kernels, the generated matmul kernel of some dtypes, creation,
+/// index and window kernels.
 struct PtxModuleKernels {
   std::vector<KernelSpec> fused;
   std::vector<ir::DType> matmuls;
   std::vector<std::pair<ir::OpKind, ir::DType>> creations;
   std::vector<std::pair<IndexKernel, ir::DType>> indexing;
+  std::vector<std::pair<WindowKernel, ir::DType>> windows;
 };
 
 /// One PTX module for `gpuArch` holding every kernel of `kernels` (each name once), with one header and
@@ -399,5 +401,49 @@ std::string indexKernelName(IndexKernel kind, ir::DType dtype);
 std::string emitIndexPtx(IndexKernel kind, ir::DType dtype, const std::string &gpuArch = "sm_90");
 /// An index kernel's simulated-device function, compiled for the host once per kind and dtype.
 SimIndexKernel compileSimIndexKernel(IndexKernel kind, ir::DType dtype);
+
+// ---- The window kernels (codegen/WindowKernel.cpp): convolution and max pooling on a device ----
+//
+// A convolution on a device is column matrices and gemms: im2col lays the windows of x [n, channels, inH,
+// inW] out as a column matrix `col` [channels * kH * kW, n * outH * outW], which one gemm per channel group
+// multiplies with the filters; col2im sums a column matrix back into x's shape (the gradient with respect to
+// x). A 1-d convolution is a 2-d one of height 1. Element i (C order, i < count) of the output:
+//
+//   im2col         col[(c * kH + ky) * kW + kx, (img * outH + oy) * outW + ox] = x[img, c, iy, ix], 0 where
+//                  (iy, ix) = (oy * strideH - padTop + ky * dilationH, ox * strideW - padLeft + kx *
+//                  dilationW) falls in the padding
+//   col2im         dx[img, c, iy, ix] = the sum, over the window places (ky, kx) in order, of the col
+//                  elements im2col would have filled from (iy, ix)
+//   max_pool       y[img, c, oy, ox] = the window's first maximum (a NaN wins at once; a window of padding
+//                  only gives 0): the CPU's rule (runtime/ConvKernels.cpp)
+//   max_pool_grad  dx[img, c, iy, ix] = the sum of gy over the windows whose first maximum is (iy, ix), in
+//                  the order of the windows (oy, then ox): the CPU's sums, bit for bit
+//
+// (max_pool and max_pool_grad read `input` as x, max_pool_grad `second` as gy [n, channels, outH, outW].)
+// The PTX entry windowKernelName(kind, dtype) has WindowArgs' fields as its parameters, in their order (a
+// WindowArgs is its parameter buffer), a grid-stride loop like the creation kernels'; the simulated-device
+// function reads the same fields and runs the threads of one block in turn.
+
+struct WindowArgs {
+  int64_t count;
+  void *output; // pointers: device addresses on a device
+  const void *input;
+  const void *second;
+  int64_t images, channels, inH, inW, kH, kW, outH, outW;
+  int64_t strideH, strideW, dilationH, dilationW, padTop, padLeft;
+};
+static_assert(sizeof(WindowArgs) == 18 * 8,
+              "WindowArgs must be its kernel's parameter buffer: 8-byte fields");
+
+using SimWindowKernel = void (*)(const WindowArgs *args, int64_t block, int64_t blockSize, int64_t gridSize);
+
+enum class WindowKernel { Im2col, Col2im, MaxPool, MaxPoolGrad };
+
+/// "tgc_im2col_f32", "tgc_max_pool_grad_f64", ...
+std::string windowKernelName(WindowKernel kind, ir::DType dtype);
+/// The PTX of a window kernel.
+std::string emitWindowPtx(WindowKernel kind, ir::DType dtype, const std::string &gpuArch = "sm_90");
+/// A window kernel's simulated-device function, compiled for the host once per kind and dtype.
+SimWindowKernel compileSimWindowKernel(WindowKernel kind, ir::DType dtype);
 
 } // namespace tg::codegen

@@ -103,6 +103,10 @@ llvm::Function *buildCreationPtxKernel(llvm::Module &module, ir::OpKind kind, ir
 llvm::Function *buildIndexPtxKernel(llvm::Module &module, IndexKernel kind, ir::DType dtype,
                                     const std::string &name);
 
+/// Adds the PTX entry of the window kernel of `kind` and `dtype` (Kernel.h) to `module`.
+llvm::Function *buildWindowPtxKernel(llvm::Module &module, WindowKernel kind, ir::DType dtype,
+                                     const std::string &name);
+
 /// PTX for `gpuArch` of the module `build` fills (the kernels `names`, libdevice linked where they call it,
 /// optimized). Throws ir::UserError for an unknown architecture.
 std::string emitPtxModule(const std::set<std::string> &names, const std::string &gpuArch,

@@ -204,6 +204,10 @@ std::string emitPtx(const PtxModuleKernels &kernels, const std::string &gpuArch)
     if (std::string name = indexKernelName(kind, dtype); names.insert(name).second)
       builders.push_back(
           [kind, dtype, name](llvm::Module &module) { buildIndexPtxKernel(module, kind, dtype, name); });
+  for (auto [kind, dtype] : kernels.windows)
+    if (std::string name = windowKernelName(kind, dtype); names.insert(name).second)
+      builders.push_back(
+          [kind, dtype, name](llvm::Module &module) { buildWindowPtxKernel(module, kind, dtype, name); });
   TG_ASSERT(!names.empty()) << "a PTX module of no kernel";
   return emitPtxModule(names, gpuArch, [&](llvm::Module &module) {
     for (const auto &build : builders)

@@ -251,6 +251,15 @@ double CostModel::flops(const ir::Node &node) const {
         elements(filters) / std::max(1.0, elements({filters.dtype, {filters.shape[0]}, filters.place}));
     return 2 * elements(forward) * perFilter;
   }
+  if (kind == OpKind::MaxPool || kind == OpKind::MaxPoolGrad) {
+    // A comparison per (output, window place); the gradient also finds each window's maximum again for
+    // every input it might have gone to (on a device), about as many.
+    double window = 1;
+    for (int64_t size : node.op().attrs().window.kernel)
+      window *= static_cast<double>(size);
+    double outputs = kind == OpKind::MaxPool ? out : elements(node.input(1)->type());
+    return (kind == OpKind::MaxPool ? 1 : 2) * outputs * window;
+  }
   return out * flopsPerElement(kind);
 }
 

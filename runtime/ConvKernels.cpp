@@ -4,6 +4,7 @@
 // thread writes outputs of its own (no atomics, the same sums in the same order on every run). One spatial
 // axis is the second of two with a height of 1.
 #include "runtime/KernelSupport.h"
+#include "runtime/WindowGeometry.h"
 #include "runtime/WorkerPool.h"
 
 #include <algorithm>
@@ -14,40 +15,6 @@
 namespace tg::runtime {
 
 namespace {
-
-/// A forward convolution's sizes: x [n, channels, inH, inW], w [filters, channels / groups, kH, kW],
-/// y [n, filters, outH, outW].
-struct Geometry {
-  int64_t n = 0, channels = 0, filters = 0, groups = 1;
-  int64_t inH = 1, inW = 1, kH = 1, kW = 1, outH = 1, outW = 1;
-  int64_t strideH = 1, strideW = 1, dilationH = 1, dilationW = 1, padTop = 0, padLeft = 0, padBottom = 0,
-          padRight = 0;
-
-  int64_t channelsPerGroup() const { return channels / groups; }
-  /// The input row (column) that output row oy (column ox) reads at kernel row ky (column kx): outside
-  /// [0, inH) ([0, inW)) where that falls in the padding.
-  int64_t row(int64_t oy, int64_t ky) const { return oy * strideH - padTop + ky * dilationH; }
-  int64_t column(int64_t ox, int64_t kx) const { return ox * strideW - padLeft + kx * dilationW; }
-  int64_t filtersPerGroup() const { return filters / groups; }
-};
-
-/// The geometry from x's, w's and y's shapes ([n, c, *spatial], one or two spatial axes) and the window.
-Geometry geometry(const ir::Window &window, const std::vector<int64_t> &x, const std::vector<int64_t> &w,
-                  const std::vector<int64_t> &y) {
-  Geometry g;
-  g.n = x[0], g.channels = x[1], g.filters = w[0], g.groups = window.groups;
-  bool two = x.size() == 4;
-  size_t h = 0, wAxis = two ? 1 : 0; // the window's axes: height (2-D only), then width
-  if (two) {
-    g.inH = x[2], g.kH = w[2], g.outH = y[2];
-    g.strideH = window.stride[h], g.dilationH = window.dilation[h], g.padTop = window.padBefore[h];
-    g.padBottom = window.padAfter[h];
-  }
-  g.padRight = window.padAfter[wAxis];
-  g.inW = x.back(), g.kW = w.back(), g.outW = y.back();
-  g.strideW = window.stride[wAxis], g.dilationW = window.dilation[wAxis], g.padLeft = window.padBefore[wAxis];
-  return g;
-}
 
 template <typename T>
 void forward(const Geometry &g, const T *x, const T *w, T *y) {
@@ -240,32 +207,15 @@ bool useDnnl() {
   return dnnl;
 }
 
-/// The spatial sizes of a convolution's output (ir::inferType's rule, on run-time sizes).
-std::vector<int64_t> outputSpatial(const ir::Window &window, const std::vector<int64_t> &x,
-                                   const std::vector<int64_t> &w) {
-  std::vector<int64_t> sizes;
-  for (size_t a = 0; a + 2 < x.size(); ++a)
-    sizes.push_back(
-        (x[a + 2] + window.padBefore[a] + window.padAfter[a] - window.dilation[a] * (w[a + 2] - 1) - 1) /
-            window.stride[a] +
-        1);
-  return sizes;
-}
-
 } // namespace
 
 Tensor poolingKernel(const ir::Op &op, const std::vector<Tensor> &inputs) {
-  const ir::Window &window = op.attrs().window;
   Tensor x = inputs[0].contiguous();
-  std::vector<int64_t> kernel{x.shape()[0], x.shape()[1]}, y{x.shape()[0], x.shape()[1]};
-  kernel.insert(kernel.end(), window.kernel.begin(), window.kernel.end());
-  for (int64_t size : outputSpatial(window, x.shape(), kernel))
-    y.push_back(size);
-  Geometry g = geometry(window, x.shape(), kernel, y);
-  g.filters = g.channels, g.groups = g.channels;
+  WindowShapes shapes = poolingShapes(op, x.shape());
+  const Geometry &g = shapes.geometry;
   bool gradient = op.kind() == ir::OpKind::MaxPoolGrad;
   Tensor gy = gradient ? inputs[1].contiguous() : Tensor();
-  Tensor out = Tensor::empty(x.dtype(), gradient ? x.shape() : y);
+  Tensor out = Tensor::empty(x.dtype(), shapes.output);
   if (out.numElements() == 0) return out;
   visitDType(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
@@ -278,32 +228,10 @@ Tensor poolingKernel(const ir::Op &op, const std::vector<Tensor> &inputs) {
 }
 
 Tensor convolutionKernel(const ir::Op &op, const std::vector<Tensor> &inputs) {
-  const ir::Window &window = op.attrs().window;
   Tensor a = inputs[0].contiguous(), b = inputs[1].contiguous();
-  const std::vector<int64_t> &as = a.shape(), &bs = b.shape();
-  std::vector<int64_t> x, w, y; // the forward convolution's shapes
-  switch (op.kind()) {
-  case ir::OpKind::Conv:
-    x = as, w = bs, y = {as[0], bs[0]};
-    for (int64_t size : outputSpatial(window, x, w))
-      y.push_back(size);
-    break;
-  case ir::OpKind::ConvTranspose: // (y, w) -> x
-    y = as, w = bs, x = {as[0], bs[1] * window.groups};
-    for (size_t d = 0; d + 2 < as.size(); ++d)
-      x.push_back((as[d + 2] - 1) * window.stride[d] - window.padBefore[d] - window.padAfter[d] +
-                  window.dilation[d] * (bs[d + 2] - 1) + window.outputPadding[d] + 1);
-    break;
-  default: // conv_filter_grad: (x, gy) -> w
-    x = as, y = bs, w = {bs[1], as[1] / window.groups};
-    w.insert(w.end(), window.kernel.begin(), window.kernel.end());
-    break;
-  }
-  Geometry g = geometry(window, x, w, y);
-  const std::vector<int64_t> &shape = op.kind() == ir::OpKind::Conv            ? y
-                                      : op.kind() == ir::OpKind::ConvTranspose ? x
-                                                                               : w;
-  Tensor out = Tensor::empty(a.dtype(), shape);
+  WindowShapes shapes = convolutionShapes(op, a.shape(), b.shape());
+  const Geometry &g = shapes.geometry;
+  Tensor out = Tensor::empty(a.dtype(), shapes.output);
   if (out.numElements() == 0) return out;
   visitDType(a.dtype(), [&](auto zero) {
     using T = decltype(zero);

@@ -125,6 +125,8 @@ Tensor DeviceLayer::run(const ir::Node &node, const std::vector<Tensor> &argumen
     return join(op, inputs);
   case DeviceStep::Kind::Index:
     return index(node, inputs);
+  case DeviceStep::Kind::Window:
+    return window(node, inputs);
   }
   TG_ASSERT(false) << "no device step for " << op.name();
   return {};
@@ -378,6 +380,103 @@ Tensor DeviceLayer::index(const ir::Node &node, const std::vector<Tensor> &input
   args.rowElements = layout.rowElements;
   issue(launch);
   return out;
+}
+
+/// A launch of the window kernel `kind` (codegen/Kernel.h) over `out`'s elements, with g's sizes.
+void DeviceLayer::windowKernel(codegen::WindowKernel kind, const Geometry &g, const Tensor &out,
+                               const Tensor &input, const Tensor &second) {
+  int64_t count = out.numElements();
+  WindowKernelLaunch launch{kind, out.dtype(), elementwiseGrid(count, multiprocessors_), {}};
+  codegen::WindowArgs &args = launch.args;
+  args.count = count;
+  args.output = out.rawData();
+  args.input = input.rawData();
+  args.second = second.rawData();
+  args.images = g.n, args.channels = g.channels, args.inH = g.inH, args.inW = g.inW, args.kH = g.kH;
+  args.kW = g.kW, args.outH = g.outH, args.outW = g.outW, args.strideH = g.strideH, args.strideW = g.strideW;
+  args.dilationH = g.dilationH, args.dilationW = g.dilationW, args.padTop = g.padTop,
+  args.padLeft = g.padLeft;
+  issue(codegen::windowKernelName(kind, out.dtype()), launch.grid, [&] { this->launch(launch); });
+}
+
+/// A tensor of zeros, by a fill kernel.
+Tensor DeviceLayer::zeros(ir::DType dtype, const std::vector<int64_t> &shape) {
+  ir::ScalarGraph zero;
+  zero.body.push_back({OpKind::Full, dtype, {}, 0.0});
+  return elementwise(zero, {}, shape);
+}
+
+/// conv, conv_transpose, conv_filter_grad as gemms of column matrices: `col` [channels * kH * kW, n * outH *
+/// outW] holds every window of every image (im2col), so that with the filters w as [filters, channels /
+/// groups * kH * kW] and gy channels first ([filters, n * outH * outW], a generated copy), per channel group
+/// g (its rows of w and gy, its rows of col):
+///
+///   conv              y_g = w_g @ col_g, channels first, moved back to [n, filters, ...] by a copy
+///   conv_transpose    col_g = w_g^T @ gy_g, summed into x's shape by col2im
+///   conv_filter_grad  dw_g = gy_g @ col_g^T
+///
+/// max_pool and max_pool_grad: their window kernel.
+Tensor DeviceLayer::window(const ir::Node &node, const std::vector<Tensor> &inputs) {
+  using codegen::WindowKernel;
+  const ir::Op &op = node.op();
+  OpKind kind = op.kind();
+  ir::DType dtype = node.output()->type().dtype;
+  Tensor a = contiguous(inputs[0]), b = inputs.size() > 1 ? contiguous(inputs[1]) : Tensor();
+  bool pooling = kind == OpKind::MaxPool || kind == OpKind::MaxPoolGrad;
+  WindowShapes shapes = pooling ? poolingShapes(op, a.shape()) : convolutionShapes(op, a.shape(), b.shape());
+  const Geometry &g = shapes.geometry;
+  int64_t outCount = 1;
+  for (int64_t size : shapes.output)
+    outCount *= size;
+  if (pooling || outCount == 0) {
+    Tensor out = allocate(dtype, shapes.output);
+    if (outCount > 0)
+      windowKernel(kind == OpKind::MaxPool ? WindowKernel::MaxPool : WindowKernel::MaxPoolGrad, g, out, a, b);
+    return out;
+  }
+  int64_t windowSize = g.kH * g.kW, perGroup = g.channelsPerGroup() * windowSize,
+          filters = g.filtersPerGroup();
+  int64_t columns = g.n * g.outH * g.outW;
+  int64_t inner = kind == OpKind::Conv ? perGroup : kind == OpKind::ConvTranspose ? filters : columns;
+  if (inner == 0 || columns == 0) return zeros(dtype, shapes.output); // sums of nothing
+  std::vector<int64_t> channelsFirst(a.rank());                       // [n, c, ...] <-> [c, n, ...]
+  for (size_t d = 0; d < channelsFirst.size(); ++d)
+    channelsFirst[d] = static_cast<int64_t>(d < 2 ? 1 - d : d);
+  // Group g's part of a matrix of `rows` x `cols` (row-major, its groups stacked by rows) at `base`.
+  auto part = [](const Tensor &base, int64_t group, int64_t rows, int64_t cols, bool transposed) {
+    int64_t offset = base.offset() + group * rows * cols;
+    return transposed ? base.view({cols, rows}, {1, cols}, offset)
+                      : base.view({rows, cols}, {cols, 1}, offset);
+  };
+  auto at = [&](const Tensor &base, int64_t group, int64_t groupElements) {
+    return addressOf(base) + static_cast<DeviceAddress>(group * groupElements) * ir::dtypeSize(dtype);
+  };
+  Tensor col = allocate(dtype, {g.channels * windowSize, columns});
+  if (kind == OpKind::ConvTranspose) { // (gy, w) -> dx
+    Tensor gy = contiguous(a.permuted(channelsFirst));
+    for (int64_t group = 0; group < g.groups; ++group)
+      multiply(part(b, group, filters, perGroup, true), part(gy, group, filters, columns, false),
+               at(col, group, perGroup * columns), dtype);
+    Tensor dx = allocate(dtype, shapes.output);
+    windowKernel(WindowKernel::Col2im, g, dx, col);
+    return dx;
+  }
+  windowKernel(WindowKernel::Im2col, g, col, a);
+  if (kind == OpKind::Conv) { // (x, w) -> y
+    std::vector<int64_t> yFirst = shapes.output;
+    std::swap(yFirst[0], yFirst[1]);
+    Tensor y = allocate(dtype, yFirst);
+    for (int64_t group = 0; group < g.groups; ++group)
+      multiply(part(b, group, filters, perGroup, false), part(col, group, perGroup, columns, false),
+               at(y, group, filters * columns), dtype);
+    return contiguous(y.permuted(channelsFirst));
+  }
+  Tensor gy = contiguous(b.permuted(channelsFirst)); // conv_filter_grad: (x, gy) -> dw
+  Tensor dw = allocate(dtype, shapes.output);
+  for (int64_t group = 0; group < g.groups; ++group)
+    multiply(part(gy, group, filters, columns, false), part(col, group, perGroup, columns, true),
+             at(dw, group, filters * perGroup), dtype);
+  return dw;
 }
 
 /// concat (or stack: concat of the inputs with a size-1 axis added) along axis k: each input, with k moved

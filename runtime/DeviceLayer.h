@@ -17,6 +17,10 @@
 //   eye, arange, rand, randn       the creation kernels (codegen/Kernel.h): each element from its index
 //   transpose, broadcast_to,       views of device memory (reshape of a non-contiguous value copies it with
 //   slice, reshape                 a generated kernel first)
+//   conv, conv_transpose,          column matrices (im2col, col2im: generated window kernels) and one gemm
+//   conv_filter_grad               per channel group, the batch's images side by side in the columns, the
+//                                  gradient of y moved channels-first by a generated copy where it is read
+//   max_pool, max_pool_grad        a generated window kernel, each output element from its windows
 //   gather, scatter_add,           the index kernels (codegen/Kernel.h): each index array made i64 and
 //   scatter_set, set_slice         contiguous by a generated kernel, its offsets added by the offsets kernel
 //                                  (an index out of range read back as an error), then the gather or the
@@ -35,6 +39,7 @@
 #include "codegen/Kernel.h"
 #include "runtime/Device.h"
 #include "runtime/DevicePlan.h"
+#include "runtime/WindowGeometry.h"
 
 #include <cstdint>
 #include <cstdio>
@@ -79,6 +84,15 @@ struct IndexKernelLaunch {
   ir::DType dtype = ir::DType::F32;
   Grid grid;
   codegen::IndexArgs args{};
+};
+
+/// A launch of the window kernel of `kind` and `dtype` (codegen/Kernel.h's window kernels), its parameters
+/// the fields of `args`, whose pointers are device addresses.
+struct WindowKernelLaunch {
+  codegen::WindowKernel kind = codegen::WindowKernel::Im2col;
+  ir::DType dtype = ir::DType::F32;
+  Grid grid;
+  codegen::WindowArgs args{};
 };
 
 /// c (n x m, row-major, leading dimension m) = op(a) (n x k) @ op(b) (k x m), row-major operands with leading
@@ -155,6 +169,7 @@ protected:
   virtual void launch(const MatmulKernelLaunch &launch) = 0;
   virtual void launch(const CreationKernelLaunch &launch) = 0;
   virtual void launch(const IndexKernelLaunch &launch) = 0;
+  virtual void launch(const WindowKernelLaunch &launch) = 0;
   /// Whether gemm() takes `dtype` (f32 and f64 where a BLAS is there).
   virtual bool hasGemm(ir::DType dtype) const = 0;
   virtual void gemm(const Gemm &gemm) = 0;
@@ -177,6 +192,10 @@ private:
   Tensor createByIndex(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType dtype);
   Tensor index(const ir::Node &node, const std::vector<Tensor> &inputs);
   void issue(const IndexKernelLaunch &index);
+  Tensor window(const ir::Node &node, const std::vector<Tensor> &inputs);
+  void windowKernel(codegen::WindowKernel kind, const Geometry &g, const Tensor &out, const Tensor &input,
+                    const Tensor &second = {});
+  Tensor zeros(ir::DType dtype, const std::vector<int64_t> &shape);
   struct PackedArgs;
   PackedArgs pack(const codegen::KernelArgs &args, const ir::ScalarGraph &body, bool strided);
   FusedKernelLaunch fusedLaunch(const codegen::KernelSpec &spec, const Grid &grid, int64_t count,

@@ -83,6 +83,12 @@ DeviceStep::Kind deviceStepKind(OpKind kind) {
   case OpKind::ScatterSet:
   case OpKind::SetSlice:
     return Kind::Index;
+  case OpKind::Conv:
+  case OpKind::ConvTranspose:
+  case OpKind::ConvFilterGrad:
+  case OpKind::MaxPool:
+  case OpKind::MaxPoolGrad:
+    return Kind::Window;
   default:
     TG_ASSERT(ir::isView(kind)) << "the device plan has no step for " << info.name;
     return Kind::View;
@@ -130,6 +136,21 @@ std::vector<std::pair<codegen::IndexKernel, ir::DType>> indexKernels(const ir::N
                                                  : IndexKernel::ScatterSet;
   kernels.emplace_back(own, node.output()->type().dtype);
   return kernels;
+}
+
+std::vector<std::pair<codegen::WindowKernel, ir::DType>> windowKernels(const ir::Node &node) {
+  using codegen::WindowKernel;
+  ir::DType dtype = node.output()->type().dtype;
+  switch (node.op().kind()) {
+  case OpKind::MaxPool:
+    return {{WindowKernel::MaxPool, dtype}};
+  case OpKind::MaxPoolGrad:
+    return {{WindowKernel::MaxPoolGrad, dtype}};
+  case OpKind::ConvTranspose:
+    return {{WindowKernel::Col2im, dtype}};
+  default:
+    return {{WindowKernel::Im2col, dtype}};
+  }
 }
 
 Grid elementwiseGrid(int64_t count, unsigned multiprocessors) {

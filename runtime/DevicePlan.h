@@ -14,6 +14,7 @@
 
 namespace tg::codegen {
 enum class IndexKernel;
+enum class WindowKernel;
 } // namespace tg::codegen
 
 namespace tg::runtime {
@@ -39,6 +40,8 @@ struct DeviceStep {
     Join,                // concat, stack: device-to-device copies of the parts
     Index,               // gather, scatter_add, scatter_set, set_slice: the offsets kernel per index array,
                          // then the index kernel of the op (codegen/Kernel.h); a scatter into a copy of x
+    Window, // conv, conv_transpose, conv_filter_grad: im2col or col2im (codegen/Kernel.h's window
+            // kernels) and a gemm per channel group; max_pool, max_pool_grad: their window kernel
   };
   Kind kind;
   /// Kernel, Reduction, Fill, Broadcast: a device fused op whose body is the kernel's program (the node's own
@@ -59,6 +62,9 @@ DeviceStep planDeviceStep(const ir::Node &node);
 /// The index kernels an Index step launches (codegen/Kernel.h): the offsets kernel where the op has index
 /// arrays (once per array), then the op's own.
 std::vector<std::pair<codegen::IndexKernel, ir::DType>> indexKernels(const ir::Node &node);
+
+/// The window kernels a Window step launches (codegen/Kernel.h).
+std::vector<std::pair<codegen::WindowKernel, ir::DType>> windowKernels(const ir::Node &node);
 
 /// Whether a kernel of `body` can fail: an integer pow, whose negative exponents are errors.
 bool kernelCanFail(const ir::ScalarGraph &body);

@@ -145,6 +145,14 @@ private:
     });
   }
 
+  void launch(const WindowKernelLaunch &launch) override {
+    codegen::SimWindowKernel kernel = codegen::compileSimWindowKernel(launch.kind, launch.dtype);
+    runGrid(launch.grid.blocksX, launch.args.count, [&](int64_t block) {
+      kernel(&launch.args, block, launch.grid.threadsX, launch.grid.blocksX);
+      return codegen::kKernelOk;
+    });
+  }
+
   bool hasGemm(ir::DType dtype) const override { return dtype == ir::DType::F32 || dtype == ir::DType::F64; }
 
   void gemm(const Gemm &g) override {

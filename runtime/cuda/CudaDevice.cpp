@@ -222,6 +222,12 @@ private:
     launchOnGrid(kernel, launch.grid, &launch.args, sizeof launch.args);
   }
 
+  void launch(const WindowKernelLaunch &launch) override {
+    CUfunction kernel = function(codegen::windowKernelName(launch.kind, launch.dtype),
+                                 [&] { return codegen::emitWindowPtx(launch.kind, launch.dtype, arch_); });
+    launchOnGrid(kernel, launch.grid, &launch.args, sizeof launch.args);
+  }
+
   bool hasGemm(ir::DType dtype) const override {
     return cublas_ && (dtype == ir::DType::F32 || dtype == ir::DType::F64);
   }

@@ -1,7 +1,7 @@
-// The device layer (runtime/DeviceLayer.h) on the simulated device: every device op (eye, arange, rand, randn,
-// integer, bool and batched matmul among them) runs as device kernels and gives the CPU's numbers exactly (the
-// simulated kernels call the same libm as the CPU kernels); the device plan covers every op with a device
-// implementation.
+// The device layer (runtime/DeviceLayer.h) on the simulated device: every device op (eye, arange, rand,
+// randn, integer, bool and batched matmul, convolutions and max pooling among them) runs as device kernels
+// and gives the CPU's numbers exactly (the simulated kernels call the same libm as the CPU kernels); the
+// device plan covers every op with a device implementation.
 #include "runtime/DeviceLayer.h"
 
 #include "ir/Graph.h"
@@ -9,6 +9,7 @@
 #include "runtime/Device.h"
 #include "runtime/Kernels.h"
 
+#include <cmath>
 #include <gtest/gtest.h>
 #include <optional>
 #include <string>
@@ -234,6 +235,87 @@ TEST(DeviceLayerTest, AGemmOperandCopiedToRowMajorLivesUntilTheGemm) {
           .at(0)
           .toData();
   EXPECT_EQ(got, want);
+}
+
+/// Small integers (from -5 to 5) as `dtype`, in a pattern that repeats rarely: every product and sum of a
+/// small convolution is exact in f32 and f64, so that the device's gemms match the CPU's loops bit for bit.
+Tensor smallIntegers(DType dtype, const std::vector<int64_t> &shape, int64_t seed, double scale = 1) {
+  Tensor tensor = Tensor::empty(dtype, shape);
+  TensorData data = tensor.toData();
+  for (int64_t i = 0; i < data.numElements(); ++i)
+    data.set(i, scale * static_cast<double>((i * 7 + seed * 3) % 11 - 5));
+  return Tensor::fromData(data);
+}
+
+/// A window over `spatial` axes of `kernel` sizes, the same stride, dilation and padding on each.
+OpAttrs windowAttrs(std::vector<int64_t> kernel, int64_t stride, int64_t dilation, int64_t padBefore,
+                    int64_t padAfter, int64_t groups = 1, int64_t outputPadding = 0) {
+  OpAttrs attrs;
+  size_t axes = kernel.size();
+  attrs.window = {std::move(kernel),
+                  std::vector<int64_t>(axes, stride),
+                  std::vector<int64_t>(axes, dilation),
+                  std::vector<int64_t>(axes, padBefore),
+                  std::vector<int64_t>(axes, padAfter),
+                  std::vector<int64_t>(axes, outputPadding),
+                  groups};
+  return attrs;
+}
+
+TEST(DeviceLayerTest, ConvolutionsAreColumnMatricesAndGemmsWithTheCpusResults) {
+  // conv (x, w) -> y, conv_transpose (gy, w) -> x and conv_filter_grad (x, gy) -> w of one geometry each:
+  // strides, dilation, uneven padding, groups, one spatial axis, an output padding, a batch of none.
+  struct Case {
+    std::vector<int64_t> x, w, y;
+    OpAttrs attrs;
+  };
+  const Case cases[] = {
+      {{2, 3, 7, 6}, {4, 3, 3, 2}, {2, 4, 5, 6}, windowAttrs({3, 2}, 1, 1, 0, 1)},
+      {{2, 4, 9, 8}, {6, 2, 3, 3}, {2, 6, 4, 4}, windowAttrs({3, 3}, 2, 1, 1, 0, 2)},
+      {{1, 2, 9, 9}, {3, 2, 2, 3}, {1, 3, 9, 7}, windowAttrs({2, 3}, 1, 2, 1, 1)},
+      {{3, 4, 11}, {4, 2, 2}, {3, 4, 6}, windowAttrs({2}, 2, 3, 1, 1, 2)},
+      {{2, 4, 5, 4}, {4, 2, 3, 2}, {2, 4, 3, 2}, windowAttrs({3, 2}, 2, 1, 1, 0, 2, 1)},
+      {{0, 3, 5, 5}, {2, 3, 3, 3}, {0, 2, 3, 3}, windowAttrs({3, 3}, 1, 1, 0, 0)},
+  };
+  for (DType dtype : {DType::F32, DType::F64}) {
+    for (const Case &c : cases) {
+      std::string what = std::string(tg::ir::dtypeName(dtype)) + " x " + std::to_string(c.x.size()) + "-d " +
+                         std::to_string(c.x[0]) + "x" + std::to_string(c.x[1]) + " groups " +
+                         std::to_string(c.attrs.window.groups);
+      Tensor x = smallIntegers(dtype, c.x, 1), w = smallIntegers(dtype, c.w, 2),
+             gy = smallIntegers(dtype, c.y, 3);
+      expectDeviceMatchesCpu(OpKind::Conv, c.attrs, dtype, c.y, {x, w}, "conv " + what);
+      expectDeviceMatchesCpu(OpKind::ConvTranspose, c.attrs, dtype, c.x, {gy, w}, "conv_transpose " + what);
+      expectDeviceMatchesCpu(OpKind::ConvFilterGrad, c.attrs, dtype, c.w, {x, gy},
+                             "conv_filter_grad " + what);
+    }
+  }
+}
+
+TEST(DeviceLayerTest, MaxPoolingIsTheCpusBitForBit) {
+  // Overlapping, padded windows over floats with ties and NaNs (a NaN wins its window) and over integers;
+  // the gradient sums each window's share in the CPU's order (tenths, whose sums depend on it).
+  OpAttrs overlapping = windowAttrs({3, 2}, 1, 1, 1, 1), strided = windowAttrs({2, 2}, 2, 1, 0, 0);
+  overlapping.window.stride = {2, 1};
+  for (DType dtype : {DType::F32, DType::F64, DType::I32, DType::I64}) {
+    Tensor x = smallIntegers(dtype, {2, 3, 7, 6}, 4);
+    if (dtype == DType::F32 || dtype == DType::F64) {
+      TensorData data = x.toData();
+      data.set(5, std::nan(""));
+      data.set(40, std::nan(""));
+      x = Tensor::fromData(data);
+    }
+    std::string name = tg::ir::dtypeName(dtype);
+    expectDeviceMatchesCpu(OpKind::MaxPool, overlapping, dtype, {2, 3, 4, 7}, {x},
+                           "max_pool overlapping " + name);
+    expectDeviceMatchesCpu(OpKind::MaxPool, strided, dtype, {2, 3, 3, 3}, {x}, "max_pool strided " + name);
+    if (dtype == DType::I32 || dtype == DType::I64) continue;
+    expectDeviceMatchesCpu(OpKind::MaxPoolGrad, overlapping, dtype, {2, 3, 7, 6},
+                           {x, smallIntegers(dtype, {2, 3, 4, 7}, 5, 0.1)},
+                           "max_pool_grad overlapping " + name);
+    expectDeviceMatchesCpu(OpKind::MaxPoolGrad, strided, dtype, {2, 3, 7, 6},
+                           {x, smallIntegers(dtype, {2, 3, 3, 3}, 6, 0.1)}, "max_pool_grad strided " + name);
+  }
 }
 
 /// Ops.def's device column is what the device plan covers: every op with a device implementation has a step

@@ -411,7 +411,7 @@ Tensor DeviceLayer::zeros(ir::DType dtype, const std::vector<int64_t> &shape) {
 /// groups * kH * kW] and gy channels first ([filters, n * outH * outW], a generated copy), per channel group
 /// g (its rows of w and gy, its rows of col):
 ///
-///   conv              y_g = w_g @ col_g, channels first, moved back to [n, filters, ...] by a copy
+///   conv              y_g = w_g @ col_g, channels first, given as a view [n, filters, ...] of that
 ///   conv_transpose    col_g = w_g^T @ gy_g, summed into x's shape by col2im
 ///   conv_filter_grad  dw_g = gy_g @ col_g^T
 ///
@@ -469,7 +469,9 @@ Tensor DeviceLayer::window(const ir::Node &node, const std::vector<Tensor> &inpu
     for (int64_t group = 0; group < g.groups; ++group)
       multiply(part(b, group, filters, perGroup, false), part(col, group, perGroup, columns, false),
                at(y, group, filters * columns), dtype);
-    return contiguous(y.permuted(channelsFirst));
+    // A view: the elementwise kernel that reads it next (a bias, an activation) moves it back to [n, filters,
+    // ...] in the pass it makes anyway.
+    return y.permuted(channelsFirst);
   }
   Tensor gy = contiguous(b.permuted(channelsFirst)); // conv_filter_grad: (x, gy) -> dw
   Tensor dw = allocate(dtype, shapes.output);

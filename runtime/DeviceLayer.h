@@ -18,8 +18,10 @@
 //   transpose, broadcast_to,       views of device memory (reshape of a non-contiguous value copies it with
 //   slice, reshape                 a generated kernel first)
 //   conv, conv_transpose,          column matrices (im2col, col2im: generated window kernels) and one gemm
-//   conv_filter_grad               per channel group, the batch's images side by side in the columns, the
-//                                  gradient of y moved channels-first by a generated copy where it is read
+//   conv_filter_grad               per channel group, the batch's images side by side in the columns; y
+//                                  comes out channels first, a view in y's shape (what reads it next, a
+//                                  bias or an activation, reorders it in its own pass), and the gradient of
+//                                  y is moved channels first by a generated copy where it is read
 //   max_pool, max_pool_grad        a generated window kernel, each output element from its windows
 //   gather, scatter_add,           the index kernels (codegen/Kernel.h): each index array made i64 and
 //   scatter_set, set_slice         contiguous by a generated kernel, its offsets added by the offsets kernel

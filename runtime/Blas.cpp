@@ -37,19 +37,6 @@ std::optional<std::string> openBlasCore() {
   return name;
 }
 
-/// Sets the calling thread's OpenMP thread count to one while it lives, so that a oneDNN call made meanwhile
-/// runs on this thread alone; then restores the count it had (the caller's own OpenMP code keeps it).
-class OneOpenMpThread {
-public:
-  OneOpenMpThread() : saved_(omp_get_max_threads()) { omp_set_num_threads(1); }
-  ~OneOpenMpThread() { omp_set_num_threads(saved_); }
-  OneOpenMpThread(const OneOpenMpThread &) = delete;
-  OneOpenMpThread &operator=(const OneOpenMpThread &) = delete;
-
-private:
-  int saved_;
-};
-
 /// The ISA oneDNN's kernels use, by the name of its enumerator without the "dnnl_cpu_isa_" prefix.
 const char *oneDnnIsa() {
   switch (dnnl_get_effective_cpu_isa()) {

@@ -4,10 +4,12 @@
 // thread writes outputs of its own (no atomics, the same sums in the same order on every run). One spatial
 // axis is the second of two with a height of 1.
 #include "runtime/KernelSupport.h"
+#include "runtime/OpenMpRuntime.h"
 #include "runtime/WindowGeometry.h"
 #include "runtime/WorkerPool.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <unordered_map>
@@ -99,55 +101,72 @@ void filterGradient(const Geometry &g, const T *x, const T *gy, T *dw) {
   });
 }
 
-/// The place of the first maximum of the window of output (oy, ox) in a plane of the input (y * inW + x), or
-/// -1 for a window of padding only (which the padding rule excludes); a NaN wins at once, as it does in
-/// PyTorch.
+/// The first maximum of each window of output row oy of a plane of x: at best[ox] its place in the plane
+/// (iy * inW + ix; -1 for a window of padding only, which the padding rule excludes) and its value. A
+/// window's places are visited in C order and a NaN wins at once, as in PyTorch; the row's windows advance
+/// together, one window place at a time, so that the innermost loop runs along the row.
 template <typename T>
-int64_t windowMaximum(const Geometry &g, const T *plane, int64_t oy, int64_t ox) {
-  int64_t best = -1;
+void rowMaxima(const Geometry &g, const T *plane, int64_t oy, std::vector<int64_t> &best,
+               std::vector<T> &value) {
+  std::fill(best.begin(), best.end(), -1);
   for (int64_t ky = 0; ky < g.kH; ++ky) {
     int64_t iy = g.row(oy, ky);
     if (iy < 0 || iy >= g.inH) continue;
+    const T *line = plane + iy * g.inW;
     for (int64_t kx = 0; kx < g.kW; ++kx) {
-      int64_t ix = g.column(ox, kx);
-      if (ix < 0 || ix >= g.inW) continue;
-      T value = plane[iy * g.inW + ix];
-      if (best < 0 || value > plane[best]) best = iy * g.inW + ix;
-      if constexpr (std::is_floating_point_v<T>)
-        if (std::isnan(value)) return iy * g.inW + ix;
+      // The outputs whose window's place kx falls inside the row: column(ox, kx) in [0, inW).
+      int64_t shift = g.padLeft - kx * g.dilationW;
+      int64_t first = shift > 0 ? (shift + g.strideW - 1) / g.strideW : 0;
+      int64_t last = std::min(g.outW - 1, (g.inW - 1 + shift) / g.strideW); // a negative numerator: none
+      if (g.inW - 1 + shift < 0) continue;
+      int64_t rowPlace = iy * g.inW;
+      for (int64_t ox = first; ox <= last; ++ox) {
+        int64_t ix = ox * g.strideW - shift;
+        T v = line[ix], current = value[ox];
+        // Branch-free (bitwise, not short-circuit), so that the row's windows advance as vectors.
+        bool take = (best[ox] < 0) | (v > current);
+        if constexpr (std::is_floating_point_v<T>)
+          take = (best[ox] < 0) | (!std::isnan(current) & !(v <= current));
+        best[ox] = take ? rowPlace + ix : best[ox];
+        value[ox] = take ? v : current;
+      }
     }
   }
-  return best;
 }
 
 /// max_pool: each window's maximum; max_pool_grad (with `gradient`): zeros but at each window's first
-/// maximum, where its gradients add up. A plane per thread at a time.
+/// maximum, where its gradients add up, window by window in C order. The planes split between threads.
 template <typename T>
 void maxPool(const Geometry &g, const T *x, const T *gradient, T *out) {
-  parallelFor(g.n * g.channels, [&](int64_t plane) {
-    const T *in = x + plane * g.inH * g.inW;
-    if (gradient) {
-      T *dx = out + plane * g.inH * g.inW;
-      std::fill(dx, dx + g.inH * g.inW, T(0));
-      const T *gy = gradient + plane * g.outH * g.outW;
-      for (int64_t oy = 0; oy < g.outH; ++oy)
-        for (int64_t ox = 0; ox < g.outW; ++ox)
-          if (int64_t at = windowMaximum(g, in, oy, ox); at >= 0) dx[at] += gy[oy * g.outW + ox];
-      return;
-    }
-    T *y = out + plane * g.outH * g.outW;
-    for (int64_t oy = 0; oy < g.outH; ++oy)
-      for (int64_t ox = 0; ox < g.outW; ++ox) {
-        int64_t at = windowMaximum(g, in, oy, ox);
-        y[oy * g.outW + ox] = at >= 0 ? in[at] : T(0);
+  int64_t planes = g.n * g.channels,
+          parts = std::clamp<int64_t>(hostThreads(), 1, std::max<int64_t>(planes, 1));
+  parallelFor(parts, [&](int64_t part) {
+    std::vector<int64_t> best(static_cast<size_t>(g.outW));
+    std::vector<T> value(static_cast<size_t>(g.outW));
+    for (int64_t plane = planes * part / parts; plane < planes * (part + 1) / parts; ++plane) {
+      const T *in = x + plane * g.inH * g.inW;
+      T *dx = gradient ? out + plane * g.inH * g.inW : nullptr;
+      if (dx) std::fill(dx, dx + g.inH * g.inW, T(0));
+      for (int64_t oy = 0; oy < g.outH; ++oy) {
+        rowMaxima(g, in, oy, best, value);
+        if (dx) {
+          const T *gy = gradient + (plane * g.outH + oy) * g.outW;
+          for (int64_t ox = 0; ox < g.outW; ++ox)
+            if (best[ox] >= 0) dx[best[ox]] += gy[ox];
+        } else {
+          T *y = out + (plane * g.outH + oy) * g.outW;
+          for (int64_t ox = 0; ox < g.outW; ++ox)
+            y[ox] = best[ox] >= 0 ? value[ox] : T(0);
+        }
       }
+    }
   });
 }
 
-/// f32 convolutions by oneDNN's primitives (its forward, backward-data and backward-weights convolutions, on
-/// its own threads), on the plain layouts tgc's tensors have: false where oneDNN declines the geometry (an
-/// output padding as large as the stride, say), which the direct loops then compute.
-bool convolveWithDnnl(ir::OpKind kind, const Geometry &g, const float *a, const float *b, float *out) {
+/// An f32 convolution by one oneDNN primitive (its forward, backward-data or backward-weights convolution) on
+/// the calling thread, on the plain layouts tgc's tensors have: false where oneDNN declines the geometry (an
+/// output padding as large as the stride, say).
+bool convolveOnceWithDnnl(ir::OpKind kind, const Geometry &g, const float *a, const float *b, float *out) {
   using dnnl::memory;
   static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   memory::dims source{g.n, g.channels, g.inH, g.inW}, destination{g.n, g.filters, g.outH, g.outW},
@@ -194,6 +213,41 @@ bool convolveWithDnnl(ir::OpKind kind, const Geometry &g, const float *a, const 
   } catch (const dnnl::error &) {
     return false;
   }
+  return true;
+}
+
+/// f32 convolutions by oneDNN's primitives, the batch split between tgc's threads, each part a primitive run
+/// on its thread alone (so that the process has one set of threads: oneDNN's OpenMP threads would spin after
+/// each call, taking the cores of the kernels that run next, as docs/optimizer.md tells of gemm). The
+/// filters' gradient, a sum over the batch, is each part's sum into a buffer of its own, then those buffers
+/// added in order. False where oneDNN declines the geometry, which the direct loops then compute.
+bool convolveWithDnnl(ir::OpKind kind, const Geometry &g, const float *a, const float *b, float *out) {
+  if (g.n == 0) return false; // nothing to convolve: the loops' zeros where there is a result
+  double work = 2.0 * static_cast<double>(g.n * g.filters * g.outH * g.outW) *
+                static_cast<double>(g.channelsPerGroup() * g.kH * g.kW);
+  int64_t parts = std::clamp<int64_t>(std::min<double>(hostThreads(), work / kMultiplyAddsPerThread), 1,
+                                      std::max<int64_t>(g.n, 1));
+  int64_t inputImage = g.channels * g.inH * g.inW, outputImage = g.filters * g.outH * g.outW;
+  int64_t filterElements = g.filters * g.channelsPerGroup() * g.kH * g.kW;
+  bool filterGradient = kind == ir::OpKind::ConvFilterGrad;
+  std::vector<float> partials(filterGradient ? static_cast<size_t>((parts - 1) * filterElements) : 0);
+  std::atomic<bool> declined{false};
+  parallelFor(parts, [&](int64_t part) {
+    int64_t begin = g.n * part / parts, end = g.n * (part + 1) / parts;
+    Geometry images = g;
+    images.n = end - begin;
+    // The part's images of each batched operand: x and y (conv), gy and dx (conv_transpose), x and gy.
+    int64_t aImage = kind == ir::OpKind::ConvTranspose ? outputImage : inputImage;
+    const float *partA = a + begin * aImage, *partB = filterGradient ? b + begin * outputImage : b;
+    float *partOut = filterGradient ? (part == 0 ? out : partials.data() + (part - 1) * filterElements)
+                                    : out + begin * (kind == ir::OpKind::Conv ? outputImage : inputImage);
+    OneOpenMpThread oneThread;
+    if (!convolveOnceWithDnnl(kind, images, partA, partB, partOut)) declined = true;
+  });
+  if (declined) return false;
+  for (int64_t part = 1; filterGradient && part < parts; ++part)
+    for (int64_t i = 0; i < filterElements; ++i)
+      out[i] += partials[static_cast<size_t>((part - 1) * filterElements + i)];
   return true;
 }
 

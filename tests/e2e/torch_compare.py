@@ -41,6 +41,9 @@ CASES = [
     ("conv2d depthwise", "conv2d", (2, 3, 6, 6), (6, 1, 3, 3), {"groups": 3, "stride": 2, "padding": 1}, "f32"),
     ("conv2d whole", "conv2d", (3, 1, 5, 5), (2, 1, 5, 5), {}, "f32"),
     ("conv2d 1x1", "conv2d", (2, 5, 4, 3), (7, 5, 1, 1), {}, "f32"),
+    # Enough work that oneDNN's convolutions split the batch between threads (an odd batch: unequal parts).
+    ("conv2d batch split", "conv2d", (5, 16, 12, 12), (24, 16, 3, 3), {"padding": 1}, "f32"),
+    ("conv2d batch split groups", "conv2d", (5, 16, 12, 12), (32, 4, 3, 3), {"groups": 4, "padding": 1}, "f32"),
     ("conv2d f64", "conv2d", (2, 3, 7, 6), (4, 3, 3, 3), {"stride": 2, "padding": 1, "dilation": 2}, "f64"),
     ("conv1d", "conv1d", (2, 3, 9), (4, 3, 3), {"stride": 2, "padding": 1}, "f32"),
     ("conv1d groups dilation", "conv1d", (2, 4, 11), (4, 2, 2), {"groups": 2, "dilation": 3}, "f32"),

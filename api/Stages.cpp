@@ -173,10 +173,10 @@ std::string printKernels(const ir::Program &program, bool ptx, const std::string
         module.windows.emplace_back(kernel, dtype);
         out << " " << codegen::windowKernelName(kernel, dtype);
       }
-      out << (node->op().kind() == ir::OpKind::MaxPool || node->op().kind() == ir::OpKind::MaxPoolGrad
-                  ? ""
-                  : " and a gemm per channel group")
-          << "\n";
+      bool convolution = node->op().kind() == ir::OpKind::Conv ||
+                         node->op().kind() == ir::OpKind::ConvTranspose ||
+                         node->op().kind() == ir::OpKind::ConvFilterGrad;
+      out << (convolution ? " and a gemm per channel group" : "") << "\n";
       continue;
     }
     codegen::Layout layout = staticLayout(*node);

@@ -637,6 +637,12 @@ std::vector<Value *> GradientBuilder::inputGradients(const Node &node, Value *g,
   case OpKind::MaxPool: // to each window's first maximum
     set(0, [&] { return apply(OpKind::MaxPoolGrad, {x, g}, node.op().attrs()); });
     break;
+  case OpKind::MaxPoolGrad: // adjoints of each other in their second operand; x's first maxima move by jumps
+    set(1, [&] { return apply(OpKind::MaxPoolGather, {x, g}, node.op().attrs()); });
+    break;
+  case OpKind::MaxPoolGather:
+    set(1, [&] { return apply(OpKind::MaxPoolGrad, {x, g}, node.op().attrs()); });
+    break;
   case OpKind::ExpandDims: // the new size-1 axes summed away
     set(0, [&] { return apply(OpKind::Sum, {g}, axesAttrs(node.op().attrs().axes)); });
     break;

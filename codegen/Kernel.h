@@ -418,8 +418,11 @@ SimIndexKernel compileSimIndexKernel(IndexKernel kind, ir::DType dtype);
 //                  only gives 0): the CPU's rule (runtime/ConvKernels.cpp)
 //   max_pool_grad  dx[img, c, iy, ix] = the sum of gy over the windows whose first maximum is (iy, ix), in
 //                  the order of the windows (oy, then ox): the CPU's sums, bit for bit
+//   max_pool_gather  y[img, c, oy, ox] = v[img, c, at] for the window's first maximum `at` of x, 0 for a
+//                  window of padding only
 //
-// (max_pool and max_pool_grad read `input` as x, max_pool_grad `second` as gy [n, channels, outH, outW].)
+// (The pooling kernels read `input` as x; max_pool_grad `second` as gy [n, channels, outH, outW],
+// max_pool_gather as v [n, channels, inH, inW].)
 // The PTX entry windowKernelName(kind, dtype) has WindowArgs' fields as its parameters, in their order (a
 // WindowArgs is its parameter buffer), a grid-stride loop like the creation kernels'; the simulated-device
 // function reads the same fields and runs the threads of one block in turn.
@@ -437,7 +440,7 @@ static_assert(sizeof(WindowArgs) == 18 * 8,
 
 using SimWindowKernel = void (*)(const WindowArgs *args, int64_t block, int64_t blockSize, int64_t gridSize);
 
-enum class WindowKernel { Im2col, Col2im, MaxPool, MaxPoolGrad };
+enum class WindowKernel { Im2col, Col2im, MaxPool, MaxPoolGrad, MaxPoolGather };
 
 /// "tgc_im2col_f32", "tgc_max_pool_grad_f64", ...
 std::string windowKernelName(WindowKernel kind, ir::DType dtype);

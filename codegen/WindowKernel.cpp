@@ -221,14 +221,17 @@ void emitCol2im(Emitter &e, Value *i) {
   e.store(b.CreateLoad(e.element(), sum), i);
 }
 
-/// y[img, c, oy, ox] = the window's first maximum, 0 for a window of padding only.
-void emitMaxPool(Emitter &e, Value *i) {
+/// y[img, c, oy, ox] = the window's first maximum (max_pool), or v there (max_pool_gather); 0 for a window
+/// of padding only.
+void emitMaxPool(Emitter &e, Value *i, bool gather) {
   llvm::IRBuilder<> &b = e.b;
   auto at =
       unravel(b, i, {b.CreateMul(e.field(kImages), e.field(kChannels)), e.field(kOutH), e.field(kOutW)});
   Value *plane = b.CreateMul(at[0], b.CreateMul(e.field(kInH), e.field(kInW)));
   auto [best, value] = e.windowMaximum(plane, at[1], at[2]);
-  e.store(b.CreateSelect(b.CreateICmpSGE(best, e.i64(0)), value, e.zero()), i);
+  Value *found = b.CreateICmpSGE(best, e.i64(0));
+  if (gather) value = e.load(kSecond, b.CreateAdd(plane, b.CreateSelect(found, best, e.i64(0))));
+  e.store(b.CreateSelect(found, value, e.zero()), i);
 }
 
 /// dx[img, c, iy, ix] = the sum of gy over the windows whose first maximum is (iy, ix), in the CPU's order:
@@ -271,7 +274,9 @@ GridStrideBody windowBody(WindowKernel kind, DType dtype) {
     case WindowKernel::Col2im:
       return emitCol2im(e, i);
     case WindowKernel::MaxPool:
-      return emitMaxPool(e, i);
+      return emitMaxPool(e, i, false);
+    case WindowKernel::MaxPoolGather:
+      return emitMaxPool(e, i, true);
     case WindowKernel::MaxPoolGrad:
       return emitMaxPoolGrad(e, i);
     }
@@ -281,7 +286,8 @@ GridStrideBody windowBody(WindowKernel kind, DType dtype) {
 } // namespace
 
 std::string windowKernelName(WindowKernel kind, DType dtype) {
-  const char *names[] = {"tgc_im2col_", "tgc_col2im_", "tgc_max_pool_", "tgc_max_pool_grad_"};
+  const char *names[] = {"tgc_im2col_", "tgc_col2im_", "tgc_max_pool_", "tgc_max_pool_grad_",
+                         "tgc_max_pool_gather_"};
   return names[static_cast<int>(kind)] + std::string(ir::dtypeName(dtype));
 }
 

@@ -228,6 +228,8 @@ TensorType poolingType(const Op &op, const std::vector<TensorType> &inputs) {
   std::string called = "max_pool" + std::to_string(spatial) + "d()";
   TG_ASSERT(spatial >= 1 && x.rank() == spatial + 2 && window.stride.size() == spatial)
       << op.name() << " of " << x.str() << " over " << spatial << " spatial axes";
+  TG_ASSERT(op.kind() == OpKind::MaxPool || inputs[1].shape.size() == x.rank())
+      << op.name() << " of " << x.str() << " and " << inputs[1].str();
   if (op.kind() == OpKind::MaxPoolGrad) return x;
   Shape shape{x.shape[0], x.shape[1]};
   for (size_t a = 0; a < spatial; ++a) {
@@ -649,6 +651,7 @@ std::string Op::attrString() const {
   case OpKind::ConvFilterGrad:
   case OpKind::MaxPool:
   case OpKind::MaxPoolGrad:
+  case OpKind::MaxPoolGather:
     if (std::string window = a.window.str(); !window.empty()) parts.push_back(window);
     break;
   default:
@@ -826,6 +829,7 @@ TensorType inferHostType(const Op &op, const std::vector<TensorType> &inputs) {
     return convolutionType(op, inputs);
   case OpKind::MaxPool:
   case OpKind::MaxPoolGrad:
+  case OpKind::MaxPoolGather:
     return poolingType(op, inputs);
   case OpKind::Sort:
   case OpKind::Argsort:

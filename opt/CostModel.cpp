@@ -251,14 +251,14 @@ double CostModel::flops(const ir::Node &node) const {
         elements(filters) / std::max(1.0, elements({filters.dtype, {filters.shape[0]}, filters.place}));
     return 2 * elements(forward) * perFilter;
   }
-  if (kind == OpKind::MaxPool || kind == OpKind::MaxPoolGrad) {
+  if (kind == OpKind::MaxPool || kind == OpKind::MaxPoolGrad || kind == OpKind::MaxPoolGather) {
     // A comparison per (output, window place); the gradient also finds each window's maximum again for
     // every input it might have gone to (on a device), about as many.
     double window = 1;
     for (int64_t size : node.op().attrs().window.kernel)
       window *= static_cast<double>(size);
-    double outputs = kind == OpKind::MaxPool ? out : elements(node.input(1)->type());
-    return (kind == OpKind::MaxPool ? 1 : 2) * outputs * window;
+    double outputs = kind == OpKind::MaxPoolGrad ? elements(node.input(1)->type()) : out;
+    return (kind == OpKind::MaxPoolGrad ? 2 : 1) * outputs * window;
   }
   return out * flopsPerElement(kind);
 }

@@ -134,10 +134,12 @@ void rowMaxima(const Geometry &g, const T *plane, int64_t oy, std::vector<int64_
   }
 }
 
-/// max_pool: each window's maximum; max_pool_grad (with `gradient`): zeros but at each window's first
-/// maximum, where its gradients add up, window by window in C order. The planes split between threads.
+/// max_pool: each window's maximum; max_pool_grad (`second` the gradient of y): zeros but at each window's
+/// first maximum, where its gradients add up, window by window in C order; max_pool_gather: each window's
+/// element of `second` (x's shape) at its first maximum. The planes split between threads.
 template <typename T>
-void maxPool(const Geometry &g, const T *x, const T *gradient, T *out) {
+void maxPool(ir::OpKind kind, const Geometry &g, const T *x, const T *second, T *out) {
+  const T *gradient = kind == ir::OpKind::MaxPoolGrad ? second : nullptr;
   int64_t planes = g.n * g.channels,
           parts = std::clamp<int64_t>(hostThreads(), 1, std::max<int64_t>(planes, 1));
   parallelFor(parts, [&](int64_t part) {
@@ -155,8 +157,9 @@ void maxPool(const Geometry &g, const T *x, const T *gradient, T *out) {
             if (best[ox] >= 0) dx[best[ox]] += gy[ox];
         } else {
           T *y = out + (plane * g.outH + oy) * g.outW;
+          const T *v = kind == ir::OpKind::MaxPoolGather ? second + plane * g.inH * g.inW : nullptr;
           for (int64_t ox = 0; ox < g.outW; ++ox)
-            y[ox] = best[ox] >= 0 ? value[ox] : T(0);
+            y[ox] = best[ox] < 0 ? T(0) : v ? v[best[ox]] : value[ox];
         }
       }
     }
@@ -267,8 +270,7 @@ Tensor poolingKernel(const ir::Op &op, const std::vector<Tensor> &inputs) {
   Tensor x = inputs[0].contiguous();
   WindowShapes shapes = poolingShapes(op, x.shape());
   const Geometry &g = shapes.geometry;
-  bool gradient = op.kind() == ir::OpKind::MaxPoolGrad;
-  Tensor gy = gradient ? inputs[1].contiguous() : Tensor();
+  Tensor second = inputs.size() > 1 ? inputs[1].contiguous() : Tensor(); // gy, or v
   Tensor out = Tensor::empty(x.dtype(), shapes.output);
   if (out.numElements() == 0) return out;
   visitDType(x.dtype(), [&](auto zero) {
@@ -276,7 +278,7 @@ Tensor poolingKernel(const ir::Op &op, const std::vector<Tensor> &inputs) {
     if constexpr (std::is_same_v<T, bool>)
       TG_ASSERT(false) << op.name() << " of bool";
     else
-      maxPool(g, x.data<T>(), gradient ? gy.data<T>() : nullptr, out.data<T>());
+      maxPool(op.kind(), g, x.data<T>(), inputs.size() > 1 ? second.data<T>() : nullptr, out.data<T>());
   });
   return out;
 }

@@ -422,7 +422,7 @@ Tensor DeviceLayer::window(const ir::Node &node, const std::vector<Tensor> &inpu
   OpKind kind = op.kind();
   ir::DType dtype = node.output()->type().dtype;
   Tensor a = contiguous(inputs[0]), b = inputs.size() > 1 ? contiguous(inputs[1]) : Tensor();
-  bool pooling = kind == OpKind::MaxPool || kind == OpKind::MaxPoolGrad;
+  bool pooling = kind == OpKind::MaxPool || kind == OpKind::MaxPoolGrad || kind == OpKind::MaxPoolGather;
   WindowShapes shapes = pooling ? poolingShapes(op, a.shape()) : convolutionShapes(op, a.shape(), b.shape());
   const Geometry &g = shapes.geometry;
   int64_t outCount = 1;
@@ -430,8 +430,7 @@ Tensor DeviceLayer::window(const ir::Node &node, const std::vector<Tensor> &inpu
     outCount *= size;
   if (pooling || outCount == 0) {
     Tensor out = allocate(dtype, shapes.output);
-    if (outCount > 0)
-      windowKernel(kind == OpKind::MaxPool ? WindowKernel::MaxPool : WindowKernel::MaxPoolGrad, g, out, a, b);
+    if (outCount > 0) windowKernel(windowKernels(node).at(0).first, g, out, a, b);
     return out;
   }
   int64_t windowSize = g.kH * g.kW, perGroup = g.channelsPerGroup() * windowSize,

@@ -88,6 +88,7 @@ DeviceStep::Kind deviceStepKind(OpKind kind) {
   case OpKind::ConvFilterGrad:
   case OpKind::MaxPool:
   case OpKind::MaxPoolGrad:
+  case OpKind::MaxPoolGather:
     return Kind::Window;
   default:
     TG_ASSERT(ir::isView(kind)) << "the device plan has no step for " << info.name;
@@ -146,6 +147,8 @@ std::vector<std::pair<codegen::WindowKernel, ir::DType>> windowKernels(const ir:
     return {{WindowKernel::MaxPool, dtype}};
   case OpKind::MaxPoolGrad:
     return {{WindowKernel::MaxPoolGrad, dtype}};
+  case OpKind::MaxPoolGather:
+    return {{WindowKernel::MaxPoolGather, dtype}};
   case OpKind::ConvTranspose:
     return {{WindowKernel::Col2im, dtype}};
   default:

@@ -72,6 +72,7 @@ Tensor runKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType 
     return convolutionKernel(op, inputs);
   case OpKind::MaxPool:
   case OpKind::MaxPoolGrad:
+  case OpKind::MaxPoolGather:
     return poolingKernel(op, inputs);
   case OpKind::Gather:
   case OpKind::ScatterAdd:

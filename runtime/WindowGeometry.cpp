@@ -71,7 +71,7 @@ WindowShapes poolingShapes(const ir::Op &op, const std::vector<int64_t> &x) {
     y.push_back(size);
   Geometry g = geometry(window, x, kernel, y);
   g.filters = g.channels, g.groups = g.channels;
-  return {g, op.kind() == ir::OpKind::MaxPoolGrad ? x : y};
+  return {g, op.kind() == ir::OpKind::MaxPoolGrad ? x : y}; // max_pool, max_pool_gather: y
 }
 
 } // namespace tg::runtime

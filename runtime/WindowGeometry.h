@@ -37,8 +37,8 @@ struct WindowShapes {
 /// the forward convolution's geometry, and the op's result shape (y, x or w).
 WindowShapes convolutionShapes(const ir::Op &op, const std::vector<int64_t> &first,
                                const std::vector<int64_t> &second);
-/// max_pool or max_pool_grad of an x shaped `x`: the pooling's geometry, and the result shape (y, or x for
-/// the gradient).
+/// max_pool, max_pool_grad or max_pool_gather of an x shaped `x`: the pooling's geometry, and the result
+/// shape (y, or x for max_pool_grad).
 WindowShapes poolingShapes(const ir::Op &op, const std::vector<int64_t> &x);
 
 } // namespace tg::runtime

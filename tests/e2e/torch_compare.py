@@ -6,8 +6,8 @@ max_pool2d and avg_pool2d), and the gradients of sum(y * W) with respect to x an
 y's shape, so that every output weighs in), run by `tgc run` on the chosen device and saved with --out; PyTorch
 computes the same with autograd. Cases cover strides, padding (integers, pairs, "same" with odd and even
 kernels, "valid"), dilation, groups, output padding, odd sizes, pooling windows that overlap, pad or leave rows
-out, ties (max pooling's gradient to the first maximum), f32 and f64. f32 results must match to a relative 1e-4
-of the largest magnitude, f64 to 1e-10.
+out, ties (max pooling's gradient to the first maximum), f32 and f64; and second derivatives through max
+pooling. f32 results must match to a relative 1e-4 of the largest magnitude, f64 to 1e-10.
 
 Usage: torch_compare.py --tgc build/tgc [--device cpu|sim] [-k SUBSTRING] [-v]
 The last line printed is `N passed, M failed`; the exit status is non-zero on any failure.
@@ -62,6 +62,15 @@ CASES = [
     ("avg_pool2d padded", "avg_pool2d", (2, 2, 7, 9), None, {"kernel": [3, 2], "stride": 2, "padding": 1}, "f64"),
 ]
 
+# Second derivatives through max pooling: g = grad(sum(max_pool2d(x) ** 2), x), then grad(sum(g * V), x), whose
+# path runs through max_pool_grad's gradient in its second operand (a gather at the first maxima).
+# (name, x shape, keyword arguments, dtype)
+DOUBLE_BACKWARD = [
+    ("max_pool2d double backward", (2, 3, 8, 7), {"kernel": 2}, "f32"),
+    ("max_pool2d double backward overlapping", (2, 2, 7, 9), {"kernel": 3, "stride": 2, "padding": 1}, "f64"),
+    ("max_pool2d double backward ties", (1, 2, 6, 6), {"kernel": [2, 3], "stride": [2, 1]}, "ties"),
+]
+
 TORCH_NAMES = {"kernel": "kernel_size"}
 
 
@@ -82,6 +91,59 @@ def torch_reference(builtin, x, w, weights, kwargs):
     y = function(tx, tw, **keywords) if tw is not None else function(tx, **keywords)
     (y * torch.tensor(weights)).sum().backward()
     return y.detach().numpy(), tx.grad.numpy(), tw.grad.numpy() if tw is not None else None
+
+
+def run_tgc(tgc, device, text, inputs, outputs):
+    """Runs `text` with the named arrays as inputs; the outputs' arrays, or an error message."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = lambda file: os.path.join(folder, file)  # noqa: E731
+        with open(path("case.tg"), "w") as f:
+            f.write(text)
+        command = [tgc, "run", path("case.tg"), "--device", device]
+        for input_name, value in inputs:
+            np.save(path(input_name + ".npy"), value)
+            command += ["--in", "%s=%s" % (input_name, path(input_name + ".npy"))]
+        for output in outputs:
+            command += ["--out", "%s=%s" % (output, path(output + ".npy"))]
+        result = subprocess.run(command, capture_output=True, text=True)
+        if result.returncode != 0:
+            return "tgc failed:\n" + text + result.stderr
+        return [np.load(path(output + ".npy")) for output in outputs]
+
+
+def compare(outputs, got, want, dtype, text, verbose):
+    tolerance = 1e-4 if dtype == "f32" else 1e-10
+    for output, g, e in zip(outputs, got, want):
+        if g.shape != e.shape or g.dtype != e.dtype:
+            return "%s: got %s %s, PyTorch %s %s" % (output, g.dtype, g.shape, e.dtype, e.shape)
+        scale = max(1.0, float(np.abs(e).max()))
+        error = float(np.abs(g.astype(np.float64) - e).max())
+        if error > tolerance * scale:
+            return "%s: differs by %.3g (allowed %.3g)\n%s" % (output, error, tolerance * scale, text)
+        if verbose:
+            print("  %-3s max |tgc - PyTorch| = %.3g" % (output, error))
+    return None
+
+
+def run_double_backward(tgc, device, case, verbose):
+    name, x_shape, kwargs, dtype = case
+    ties = dtype == "ties"
+    dtype = "f32" if ties else dtype
+    npdtype = np.float32 if dtype == "f32" else np.float64
+    x = (RS.randint(0, 3, x_shape) if ties else RS.uniform(-1, 1, x_shape)).astype(npdtype)
+    v = RS.uniform(-1, 1, x_shape).astype(npdtype)
+    tx = torch.tensor(x, requires_grad=True)
+    keywords = {TORCH_NAMES.get(key, key): value for key, value in kwargs.items()}
+    (tg,) = torch.autograd.grad((F.max_pool2d(tx, **keywords) ** 2).sum(), tx, create_graph=True)
+    (th,) = torch.autograd.grad((tg * torch.tensor(v)).sum(), tx)
+    arguments = "".join(", %s=%s" % (key, script_value(value)) for key, value in kwargs.items())
+    shape = ", ".join(map(str, x_shape[1:]))
+    text = ("input x : %s[n, %s]\ninput V : %s[n, %s]\n" % (dtype, shape, dtype, shape) +
+            "let g = grad(sum(max_pool2d(x%s) ** 2), x)\nlet h = grad(sum(g * V), x)\noutput g, h\n" % arguments)
+    got = run_tgc(tgc, device, text, [("x", x), ("V", v)], ["g", "h"])
+    if isinstance(got, str):
+        return got
+    return compare(["g", "h"], got, [tg.detach().numpy(), th.numpy()], dtype, text, verbose)
 
 
 def run_case(tgc, device, case, verbose):
@@ -105,32 +167,11 @@ def run_case(tgc, device, case, verbose):
     else:
         text += "let y = %s(x%s)\nlet gx = grad(sum(y * W), x)\n" % (builtin, arguments)
     text += "output %s\n" % ", ".join(outputs)
-    with tempfile.TemporaryDirectory() as folder:
-        path = lambda file: os.path.join(folder, file)  # noqa: E731
-        with open(path("case.tg"), "w") as f:
-            f.write(text)
-        inputs = [("x", x), ("W", weights)] + ([("w", w)] if w is not None else [])
-        command = [tgc, "run", path("case.tg"), "--device", device]
-        for input_name, value in inputs:
-            np.save(path(input_name + ".npy"), value)
-            command += ["--in", "%s=%s" % (input_name, path(input_name + ".npy"))]
-        for output in outputs:
-            command += ["--out", "%s=%s" % (output, path(output + ".npy"))]
-        result = subprocess.run(command, capture_output=True, text=True)
-        if result.returncode != 0:
-            return "tgc failed:\n" + text + result.stderr
-        got = [np.load(path(output + ".npy")) for output in outputs]
-    tolerance = 1e-4 if dtype == "f32" else 1e-10
-    for output, g, e in zip(outputs, got, want):
-        if g.shape != e.shape or g.dtype != e.dtype:
-            return "%s: got %s %s, PyTorch %s %s" % (output, g.dtype, g.shape, e.dtype, e.shape)
-        scale = max(1.0, float(np.abs(e).max()))
-        error = float(np.abs(g.astype(np.float64) - e).max())
-        if error > tolerance * scale:
-            return "%s: differs by %.3g (allowed %.3g)\n%s" % (output, error, tolerance * scale, text)
-        if verbose:
-            print("  %-3s max |tgc - PyTorch| = %.3g" % (output, error))
-    return None
+    inputs = [("x", x), ("W", weights)] + ([("w", w)] if w is not None else [])
+    got = run_tgc(tgc, device, text, inputs, outputs)
+    if isinstance(got, str):
+        return got
+    return compare(outputs, got, want, dtype, text, verbose)
 
 
 def main():
@@ -143,10 +184,11 @@ def main():
     torch.set_num_threads(1)
     warnings.filterwarnings("ignore", message=".*padding='same'.*")  # PyTorch's note on even kernels' copies
     passed = failed = 0
-    for case in CASES:
+    for case in CASES + DOUBLE_BACKWARD:
         if args.k not in case[0]:
             continue
-        problem = run_case(args.tgc, args.device, case, args.v)
+        run = run_case if case in CASES else run_double_backward
+        problem = run(args.tgc, args.device, case, args.v)
         if problem:
             failed += 1
             print("FAIL %s (%s): %s" % (case[0], args.device, problem))

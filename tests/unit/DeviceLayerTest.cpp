@@ -294,7 +294,8 @@ TEST(DeviceLayerTest, ConvolutionsAreColumnMatricesAndGemmsWithTheCpusResults) {
 
 TEST(DeviceLayerTest, MaxPoolingIsTheCpusBitForBit) {
   // Overlapping, padded windows over floats with ties and NaNs (a NaN wins its window) and over integers;
-  // the gradient sums each window's share in the CPU's order (tenths, whose sums depend on it).
+  // the gradient sums each window's share in the CPU's order (tenths, whose sums depend on it); its adjoint
+  // max_pool_gather picks another array's elements at the same first maxima.
   OpAttrs overlapping = windowAttrs({3, 2}, 1, 1, 1, 1), strided = windowAttrs({2, 2}, 2, 1, 0, 0);
   overlapping.window.stride = {2, 1};
   for (DType dtype : {DType::F32, DType::F64, DType::I32, DType::I64}) {
@@ -315,6 +316,8 @@ TEST(DeviceLayerTest, MaxPoolingIsTheCpusBitForBit) {
                            "max_pool_grad overlapping " + name);
     expectDeviceMatchesCpu(OpKind::MaxPoolGrad, strided, dtype, {2, 3, 7, 6},
                            {x, smallIntegers(dtype, {2, 3, 3, 3}, 6, 0.1)}, "max_pool_grad strided " + name);
+    expectDeviceMatchesCpu(OpKind::MaxPoolGather, overlapping, dtype, {2, 3, 4, 7},
+                           {x, smallIntegers(dtype, {2, 3, 7, 6}, 7, 0.1)}, "max_pool_gather overlapping " + name);
   }
 }
 

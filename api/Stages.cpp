@@ -148,17 +148,20 @@ std::string printKernels(const ir::Program &program, bool ptx, const std::string
           << node->loc().str() << ": " << codegen::matmulKernelName(dtype) << "\n";
       continue;
     }
+    // A kernel of its own family: its node, and the kernels' names.
+    auto heading = [&] {
+      out << comment << " kernel " << index++ << ": " << node->op().str() << " -> "
+          << node->output()->type().str() << ", at " << node->loc().str() << ":";
+    };
     if (step && step->kind == Kind::Creation) {
       ir::DType dtype = node->output()->type().dtype;
       module.creations.emplace_back(node->op().kind(), dtype);
-      out << comment << " kernel " << index++ << ": " << node->op().str() << " -> "
-          << node->output()->type().str() << ", at " << node->loc().str() << ": "
-          << codegen::creationKernelName(node->op().kind(), dtype) << "\n";
+      heading();
+      out << " " << codegen::creationKernelName(node->op().kind(), dtype) << "\n";
       continue;
     }
     if (step && step->kind == Kind::Index) {
-      out << comment << " kernel " << index++ << ": " << node->op().str() << " -> "
-          << node->output()->type().str() << ", at " << node->loc().str() << ":";
+      heading();
       for (auto [kernel, dtype] : runtime::indexKernels(*node)) {
         module.indexing.emplace_back(kernel, dtype);
         out << " " << codegen::indexKernelName(kernel, dtype);
@@ -167,16 +170,12 @@ std::string printKernels(const ir::Program &program, bool ptx, const std::string
       continue;
     }
     if (step && step->kind == Kind::Window) {
-      out << comment << " kernel " << index++ << ": " << node->op().str() << " -> "
-          << node->output()->type().str() << ", at " << node->loc().str() << ":";
+      heading();
       for (auto [kernel, dtype] : runtime::windowKernels(*node)) {
         module.windows.emplace_back(kernel, dtype);
         out << " " << codegen::windowKernelName(kernel, dtype);
       }
-      bool convolution = node->op().kind() == ir::OpKind::Conv ||
-                         node->op().kind() == ir::OpKind::ConvTranspose ||
-                         node->op().kind() == ir::OpKind::ConvFilterGrad;
-      out << (convolution ? " and a gemm per channel group" : "") << "\n";
+      out << (ir::isConvolution(node->op().kind()) ? " and a gemm per channel group" : "") << "\n";
       continue;
     }
     codegen::Layout layout = staticLayout(*node);

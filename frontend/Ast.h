@@ -175,14 +175,15 @@ struct LetStmt : Stmt {
   ExprPtr value;
 };
 
-/// `def f(x, y) = expr`, or `def f(x, y) { let ... ; return expr }` (body holds the lets).
+/// `def f(x, y) = expr`, or `def f(x, y) { let ... ; return expr }` (body holds the lets); several results
+/// (`= a, b`, `return a, b`) are bound by `let a, b = f(x, y)`.
 struct DefStmt : Stmt {
   static constexpr Kind kKind = Kind::Def;
   DefStmt() : Stmt(kKind) {}
   Identifier name;
   std::vector<Identifier> params;
   std::vector<std::unique_ptr<LetStmt>> body;
-  ExprPtr result;
+  std::vector<ExprPtr> results; // one at least
 };
 
 struct InputStmt : Stmt {

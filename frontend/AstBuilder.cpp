@@ -70,21 +70,25 @@ antlrcpp::Any AstBuilder::visitDefStmt(TgParser::DefStmtContext *ctx) {
   stmt->name = identifier(ctx->NAME());
   stmt->params = names(ctx->nameList());
   TgParser::DefBlockContext *block = ctx->defBlock();
+  auto results = [&](TgParser::ResultsContext *list) {
+    for (TgParser::ExprContext *value : list->expr())
+      stmt->results.push_back(expr(value));
+  };
   if (!block) {
-    stmt->result = expr(ctx->expr());
+    results(ctx->results());
     return result(std::move(stmt));
   }
   for (TgParser::BodyStmtContext *body : block->bodyStmt()) {
-    if (stmt->result) {
+    if (!stmt->results.empty()) {
       diags_.error(loc(body->getStart()), "statement after the return of '" + stmt->name.name + "'");
       break;
     }
     if (TgParser::LetStmtContext *letCtx = body->letStmt())
       stmt->body.push_back(let(letCtx));
     else
-      stmt->result = expr(body->expr());
+      results(body->results());
   }
-  if (!stmt->result)
+  if (stmt->results.empty())
     diags_.error(loc(block->getStop()), "the body of '" + stmt->name.name + "' must end with 'return EXPR'");
   return result(std::move(stmt));
 }

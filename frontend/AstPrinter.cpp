@@ -166,8 +166,13 @@ void printStmt(std::ostream &out, const Stmt &stmt) {
       printLet(out, *let);
     }
     out << separator;
-    printExpr(out, *def->result);
-    out << ")";
+    bool several = def->results.size() > 1; // (values a b)
+    if (several) out << "(values";
+    for (size_t i = 0; i < def->results.size(); ++i) {
+      if (several) out << " ";
+      printExpr(out, *def->results[i]);
+    }
+    out << (several ? "))" : ")");
     return;
   }
   case Stmt::Kind::Input: {

@@ -280,8 +280,9 @@ void GraphBuilder::bindLet(const LetStmt &let, Scope &scope) {
     if (values.size() == 1)
       fail(let.names[extra].loc,
            "cannot unpack one value into " + std::to_string(let.names.size()) + " names");
+    const auto *call = let.value->as<CallExpr>(); // grad, or a function of several results
     fail(values.size() < let.names.size() ? let.names[extra].loc : let.value->loc,
-         "grad returns " + std::to_string(values.size()) + " values, but " +
+         calleeName(*call) + " returns " + std::to_string(values.size()) + " values, but " +
              std::to_string(let.names.size()) + (let.names.size() == 1 ? " name is" : " names are") +
              " given");
   }
@@ -297,10 +298,13 @@ void GraphBuilder::bindLet(const LetStmt &let, Scope &scope) {
 }
 
 std::vector<TypedValue> GraphBuilder::evaluateValues(const Expr &expr, const Scope &scope) {
-  if (const auto *call = expr.as<CallExpr>())
+  if (const auto *call = expr.as<CallExpr>()) {
     if (const auto *callee = call->callee->as<NameExpr>();
         callee && callee->name == "grad" && !scope.find("grad"))
       return gradients(*call, scope);
+    if (const Binding *function = calledFunction(*call, scope))
+      return callFunctionValues(*function, *call, scope);
+  }
   return {evaluateTensor(expr, scope, "a 'let'")};
 }
 
@@ -602,7 +606,20 @@ TypedValue GraphBuilder::evaluatePinned(const PinnedExpr &expr, const Scope &sco
   return value;
 }
 
-TypedValue GraphBuilder::evaluateCall(const CallExpr &call, const Scope &scope) {
+namespace {
+
+/// "a, b, c": `count` names for an example.
+std::string exampleNames(size_t count) {
+  std::string names;
+  for (size_t i = 0; i < count; ++i)
+    names +=
+        (i ? ", " : "") + (i < 26 ? std::string(1, static_cast<char>('a' + i)) : "v" + std::to_string(i));
+  return names;
+}
+
+} // namespace
+
+const Binding *GraphBuilder::calledFunction(const CallExpr &call, const Scope &scope) {
   if (const auto *member = call.callee->as<MemberExpr>()) {
     const Binding *module = scope.find(member->module);
     if (!module)
@@ -612,20 +629,40 @@ TypedValue GraphBuilder::evaluateCall(const CallExpr &call, const Scope &scope) 
     const Binding *function = module->module->scope.findLocal(member->name);
     if (!function || function->kind != Binding::Kind::Function)
       fail(member->loc, "module '" + member->module + "' has no function '" + member->name + "'");
-    return callFunction(*function, call, scope);
+    return function;
   }
   const auto *name = call.callee->as<NameExpr>();
   if (!name) fail(call.callee->loc, "only functions can be called");
-  if (const Binding *binding = scope.find(name->name)) {
-    if (binding->kind == Binding::Kind::Function) return callFunction(*binding, call, scope);
-    if (binding->kind == Binding::Kind::Poisoned) throw AlreadyReported{};
-    fail(name->loc, "'" + name->name + "' is not a function");
-  }
-  if (auto result = callBuiltin(name->name, call, scope)) return *result;
-  fail(name->loc, "call to undefined function '" + name->name + "'");
+  const Binding *binding = scope.find(name->name);
+  if (!binding) return nullptr;
+  if (binding->kind == Binding::Kind::Function) return binding;
+  if (binding->kind == Binding::Kind::Poisoned) throw AlreadyReported{};
+  fail(name->loc, "'" + name->name + "' is not a function");
 }
 
-TypedValue GraphBuilder::callFunction(const Binding &function, const CallExpr &call, const Scope &scope) {
+std::string GraphBuilder::calleeName(const CallExpr &call) {
+  if (const auto *member = call.callee->as<MemberExpr>())
+    return "'" + member->module + "." + member->name + "'";
+  const auto *name = call.callee->as<NameExpr>();
+  return name && name->name != "grad" ? "'" + name->name + "'" : "grad";
+}
+
+TypedValue GraphBuilder::evaluateCall(const CallExpr &call, const Scope &scope) {
+  if (const Binding *function = calledFunction(call, scope)) {
+    size_t results = function->function->results.size();
+    if (results != 1)
+      fail(call.loc, calleeName(call) + " returns " + std::to_string(results) +
+                         " values: bind them with 'let' and as many names, e.g. 'let " +
+                         exampleNames(results) + " = ...'");
+    return callFunctionValues(*function, call, scope).front();
+  }
+  const std::string &name = call.callee->as<NameExpr>()->name;
+  if (auto result = callBuiltin(name, call, scope)) return *result;
+  fail(call.callee->loc, "call to undefined function '" + name + "'");
+}
+
+std::vector<TypedValue> GraphBuilder::callFunctionValues(const Binding &function, const CallExpr &call,
+                                                         const Scope &scope) {
   const DefStmt &def = *function.function;
   if (std::find(callStack_.begin(), callStack_.end(), &def) != callStack_.end())
     fail(call.loc, "recursive call to '" + def.name.name + "': functions are inlined and cannot recurse");
@@ -672,7 +709,10 @@ TypedValue GraphBuilder::callFunction(const Binding &function, const CallExpr &c
   } pop{callStack_};
   for (const auto &let : def.body)
     bindLet(*let, body);
-  return evaluateTensor(*def.result, body, "a function result");
+  std::vector<TypedValue> results;
+  for (const ExprPtr &result : def.results)
+    results.push_back(evaluateTensor(*result, body, "a function result"));
+  return results;
 }
 
 std::optional<std::string> GraphBuilder::dimensionName(const Expr &expr, const Scope &scope) const {

@@ -146,7 +146,14 @@ private:
   /// The values of the right side of a let: one, or one per `wrt` for grad(cost, wrt...).
   std::vector<TypedValue> evaluateValues(const Expr &expr, const Scope &scope);
   ir::TensorType declaredType(const TypeExpr &type, bool isParam);
-  TypedValue callFunction(const Binding &function, const CallExpr &call, const Scope &scope);
+  /// The function binding a call names (a `def`, or a module's), or nullptr for a builtin's name; a located
+  /// error for a name bound to something else or a module without it.
+  const Binding *calledFunction(const CallExpr &call, const Scope &scope);
+  /// How messages name a call's callee: 'f', 'nn.dense', or grad.
+  static std::string calleeName(const CallExpr &call);
+  /// Every result of a call of a `def` (inlined: its lets, then its results, in its own scope).
+  std::vector<TypedValue> callFunctionValues(const Binding &function, const CallExpr &call,
+                                             const Scope &scope);
   TypedValue evaluateName(const NameExpr &expr, const Scope &scope);
   TypedValue evaluateUnary(const UnaryExpr &expr, const Scope &scope);
   TypedValue evaluateBinary(const BinaryExpr &expr, const Scope &scope);

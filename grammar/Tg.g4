@@ -50,10 +50,12 @@ line : statement? (NEWLINE | EOF) ;
 statement : importStmt | defStmt | inputStmt | paramStmt | letStmt | outputStmt | updateStmt ;
 
 importStmt : IMPORT NAME ;
-defStmt    : DEF NAME LPAREN nameList? RPAREN ('=' expr | defBlock) ;
+defStmt    : DEF NAME LPAREN nameList? RPAREN ('=' results | defBlock) ;
 // Statements on their own lines; the AST builder checks that the last one, and only it, is a return.
 defBlock   : '{' NEWLINE (bodyStmt? NEWLINE)* '}' ;
-bodyStmt   : letStmt | RETURN expr ;
+bodyStmt   : letStmt | RETURN results ;
+// A function's results: one expression, or several (`return h, c`) that `let h, c = f(...)` binds.
+results    : expr (',' expr)* ;
 inputStmt  : INPUT NAME ':' type ;
 paramStmt  : PARAM NAME ':' type '=' expr ;
 letStmt    : LET names=nameList '=' value=expr ;

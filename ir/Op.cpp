@@ -464,6 +464,15 @@ bool isView(OpKind kind) {
   return opInfo(kind).cost == Cost::Free;
 }
 
+bool isConvolution(OpKind kind) {
+  return kind == OpKind::Conv || kind == OpKind::ConvTranspose || kind == OpKind::ConvFilterGrad;
+}
+
+bool isWindowOp(OpKind kind) {
+  return isConvolution(kind) || kind == OpKind::MaxPool || kind == OpKind::MaxPoolGrad ||
+         kind == OpKind::MaxPoolGather;
+}
+
 bool takes(OpKind kind, DType dtype) {
   switch (opInfo(kind).operands) {
   case Operands::Any:
@@ -646,15 +655,8 @@ std::string Op::attrString() const {
     parts.push_back("shape=" + listString(a.shape));
     parts.push_back("seed=" + std::to_string(a.seed));
     break;
-  case OpKind::Conv:
-  case OpKind::ConvTranspose:
-  case OpKind::ConvFilterGrad:
-  case OpKind::MaxPool:
-  case OpKind::MaxPoolGrad:
-  case OpKind::MaxPoolGather:
-    if (std::string window = a.window.str(); !window.empty()) parts.push_back(window);
-    break;
   default:
+    if (isWindowOp(kind_) && !a.window.str().empty()) parts.push_back(a.window.str());
     if (isReduction(kind_)) {
       if (!a.axes.empty()) parts.push_back("axes=" + listString(a.axes));
       if (a.keepdims) parts.push_back("keepdims");

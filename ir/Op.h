@@ -53,6 +53,10 @@ bool isReduction(OpKind kind);
 bool isPositionalReduction(OpKind kind);
 /// A view computes strides, not elements (Ops.def's cost Free).
 bool isView(OpKind kind);
+/// conv, conv_transpose, conv_filter_grad: a sliding window (OpAttrs::window) of filters.
+bool isConvolution(OpKind kind);
+/// The convolutions and max_pool, max_pool_grad, max_pool_gather: the ops of a sliding window.
+bool isWindowOp(OpKind kind);
 /// Whether `kind` computes in `dtype` (Ops.def's operands column): Floats takes f32 and f64, Numbers every
 /// dtype but bool, Bools bool only.
 bool takes(OpKind kind, DType dtype);

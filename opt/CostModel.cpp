@@ -239,7 +239,7 @@ double CostModel::flops(const ir::Node &node) const {
     return 4 * n * std::log2(std::max(2.0, n));
   }
   if (kind == OpKind::Fused) return out * static_cast<double>(node.op().attrs().body->memberNames().size());
-  if (kind == OpKind::Conv || kind == OpKind::ConvTranspose || kind == OpKind::ConvFilterGrad) {
+  if (ir::isConvolution(kind)) {
     // A multiply-add per (forward output, filter element of its group): the forward output is conv's own,
     // conv_transpose's input, conv_filter_grad's second input.
     const ir::TensorType &filters =
@@ -251,7 +251,7 @@ double CostModel::flops(const ir::Node &node) const {
         elements(filters) / std::max(1.0, elements({filters.dtype, {filters.shape[0]}, filters.place}));
     return 2 * elements(forward) * perFilter;
   }
-  if (kind == OpKind::MaxPool || kind == OpKind::MaxPoolGrad || kind == OpKind::MaxPoolGather) {
+  if (ir::isWindowOp(kind)) { // pooling
     // A comparison per (output, window place); the gradient also finds each window's maximum again for
     // every input it might have gone to (on a device), about as many.
     double window = 1;

@@ -422,7 +422,7 @@ Tensor DeviceLayer::window(const ir::Node &node, const std::vector<Tensor> &inpu
   OpKind kind = op.kind();
   ir::DType dtype = node.output()->type().dtype;
   Tensor a = contiguous(inputs[0]), b = inputs.size() > 1 ? contiguous(inputs[1]) : Tensor();
-  bool pooling = kind == OpKind::MaxPool || kind == OpKind::MaxPoolGrad || kind == OpKind::MaxPoolGather;
+  bool pooling = !ir::isConvolution(kind);
   WindowShapes shapes = pooling ? poolingShapes(op, a.shape()) : convolutionShapes(op, a.shape(), b.shape());
   const Geometry &g = shapes.geometry;
   int64_t outCount = 1;

@@ -58,6 +58,7 @@ DeviceStep::Kind deviceStepKind(OpKind kind) {
   if (kind == OpKind::Fused || ir::isScalarOp(kind)) return Kind::Kernel; // a fused reduction: planDeviceStep
   if (ir::isPositionalReduction(kind)) return Kind::PositionalReduction;
   if (ir::isReduction(kind)) return Kind::Reduction;
+  if (ir::isWindowOp(kind)) return Kind::Window;
   switch (kind) {
   case OpKind::Eye:
   case OpKind::Arange:
@@ -83,13 +84,6 @@ DeviceStep::Kind deviceStepKind(OpKind kind) {
   case OpKind::ScatterSet:
   case OpKind::SetSlice:
     return Kind::Index;
-  case OpKind::Conv:
-  case OpKind::ConvTranspose:
-  case OpKind::ConvFilterGrad:
-  case OpKind::MaxPool:
-  case OpKind::MaxPoolGrad:
-  case OpKind::MaxPoolGather:
-    return Kind::Window;
   default:
     TG_ASSERT(ir::isView(kind)) << "the device plan has no step for " << info.name;
     return Kind::View;

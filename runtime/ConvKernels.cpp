@@ -101,6 +101,33 @@ void filterGradient(const Geometry &g, const T *x, const T *gy, T *dw) {
   });
 }
 
+/// Whether `v` replaces `current` as a window's first maximum so far: larger, or a NaN where there is none
+/// yet (after a NaN, nothing does).
+template <typename T>
+bool replaces(T v, T current) {
+  if constexpr (std::is_floating_point_v<T>) return !std::isnan(current) && !(v <= current);
+  return v > current;
+}
+
+/// rowMaxima of the commonest pooling, 2 x 2 windows side by side (stride 2, no padding, no dilation): each
+/// window whole, its four places compared in C order, so that the loop is the same few operations for every
+/// window.
+template <typename T>
+void rowMaxima2x2(const Geometry &g, const T *plane, int64_t oy, std::vector<int64_t> &best,
+                  std::vector<T> &value) {
+  int64_t top = 2 * oy * g.inW;
+  const T *upper = plane + top, *lower = upper + g.inW;
+  for (int64_t ox = 0; ox < g.outW; ++ox) {
+    int64_t at = top + 2 * ox;
+    T m = upper[2 * ox];
+    if (replaces(upper[2 * ox + 1], m)) m = upper[2 * ox + 1], at = top + 2 * ox + 1;
+    if (replaces(lower[2 * ox], m)) m = lower[2 * ox], at = top + g.inW + 2 * ox;
+    if (replaces(lower[2 * ox + 1], m)) m = lower[2 * ox + 1], at = top + g.inW + 2 * ox + 1;
+    best[static_cast<size_t>(ox)] = at;
+    value[static_cast<size_t>(ox)] = m;
+  }
+}
+
 /// The first maximum of each window of output row oy of a plane of x: at best[ox] its place in the plane
 /// (iy * inW + ix; -1 for a window of padding only, which the padding rule excludes) and its value. A
 /// window's places are visited in C order and a NaN wins at once, as in PyTorch; the row's windows advance
@@ -108,6 +135,9 @@ void filterGradient(const Geometry &g, const T *x, const T *gy, T *dw) {
 template <typename T>
 void rowMaxima(const Geometry &g, const T *plane, int64_t oy, std::vector<int64_t> &best,
                std::vector<T> &value) {
+  if (g.kH == 2 && g.kW == 2 && g.strideH == 2 && g.strideW == 2 && g.dilationH == 1 && g.dilationW == 1 &&
+      g.padTop == 0 && g.padLeft == 0)
+    return rowMaxima2x2(g, plane, oy, best, value);
   std::fill(best.begin(), best.end(), -1);
   for (int64_t ky = 0; ky < g.kH; ++ky) {
     int64_t iy = g.row(oy, ky);

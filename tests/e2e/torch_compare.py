@@ -57,6 +57,7 @@ CASES = [
     ("max_pool2d", "max_pool2d", (2, 3, 8, 8), None, {"kernel": 2}, "f32"),
     ("max_pool2d overlapping", "max_pool2d", (2, 2, 7, 9), None, {"kernel": 3, "stride": 2, "padding": 1}, "f32"),
     ("max_pool2d ties", "max_pool2d", (1, 2, 6, 6), None, {"kernel": [2, 3], "stride": [2, 1]}, "ties"),
+    ("max_pool2d 2x2 ties", "max_pool2d", (2, 3, 8, 9), None, {"kernel": 2}, "ties"),
     ("max_pool2d rows left out", "max_pool2d", (2, 1, 7, 5), None, {"kernel": 2}, "f64"),
     ("avg_pool2d", "avg_pool2d", (2, 3, 8, 8), None, {"kernel": 2}, "f32"),
     ("avg_pool2d padded", "avg_pool2d", (2, 2, 7, 9), None, {"kernel": [3, 2], "stride": 2, "padding": 1}, "f64"),

@@ -6,7 +6,9 @@ data, --steps 20 --print-every 5; the others with the data they name, once), bot
   - both runs succeed and print the same stdout: the same text, and numbers equal to a few float32 ulps
     (relative 1e-6): the host's generated kernels call libmvec's vector math functions, the simulated
     device's kernels (the device kernel code, compiled for the host) call scalar libm, and the two differ in
-    the last bits of exp, tanh, ... as a GPU's libdevice would;
+    the last bits of exp, tanh, ... as a GPU's libdevice would. cnn.tg is allowed 1e-4: its convolutions are
+    oneDNN's primitives on the CPU (their own order of sums, in blocked layouts) and column matrices and gemms
+    on the device, a few 1e-7 apart per step, about 2e-6 after 20 steps of training here;
   - the sim run reports `tgc: transfers: N to the device, M to the host, B bytes` on stderr, with N > 0 when the
     example has inputs (a script without inputs may stay on the host entirely);
   - the cpu run reports no transfer at all.
@@ -37,10 +39,12 @@ TRAINING_STEPS, PRINT_EVERY = 20, 5
 
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf")
 RELATIVE_TOLERANCE = 1e-6
+# Examples whose CPU and device sum in different orders (see above), and what they are allowed.
+EXAMPLE_TOLERANCE = {"cnn.tg": 1e-4}
 
 
-def same_output(a, b):
-    """The same text, with numbers equal within RELATIVE_TOLERANCE (and integers, nan and inf exactly)."""
+def same_output(a, b, tolerance=RELATIVE_TOLERANCE):
+    """The same text, with numbers equal within `tolerance`, relative (and integers, nan and inf exactly)."""
     if NUMBER.sub("#", a) != NUMBER.sub("#", b):
         return False
     for x, y in zip(NUMBER.findall(a), NUMBER.findall(b)):
@@ -50,7 +54,7 @@ def same_output(a, b):
             u, v = float(x), float(y)
         except ValueError:
             return False
-        if abs(u - v) > RELATIVE_TOLERANCE * max(abs(u), abs(v)):
+        if abs(u - v) > tolerance * max(abs(u), abs(v)):
             return False
     return True
 
@@ -103,14 +107,15 @@ def check_example(tgc, path, verbose):
         return checks
 
     cpu, sim = results["cpu"], results[DEVICE]
-    same = same_output(cpu.stdout, sim.stdout) and cpu.stdout.strip() != ""
+    tolerance = EXAMPLE_TOLERANCE.get(name, RELATIVE_TOLERANCE)
+    same = same_output(cpu.stdout, sim.stdout, tolerance) and cpu.stdout.strip() != ""
     detail = ""
     if not same:
         cpu_lines, sim_lines = cpu.stdout.splitlines(), sim.stdout.splitlines()
         for i in range(max(len(cpu_lines), len(sim_lines))):
             a = cpu_lines[i] if i < len(cpu_lines) else "<none>"
             b = sim_lines[i] if i < len(sim_lines) else "<none>"
-            if not same_output(a, b):
+            if not same_output(a, b, tolerance):
                 detail = "first difference, line %d:\n    cpu: %s\n    %s: %s" % (i + 1, a, DEVICE, b)
                 break
         if not detail:

@@ -415,7 +415,7 @@ Tensor DeviceLayer::zeros(ir::DType dtype, const std::vector<int64_t> &shape) {
 ///   conv_transpose    col_g = w_g^T @ gy_g, summed into x's shape by col2im
 ///   conv_filter_grad  dw_g = gy_g @ col_g^T
 ///
-/// max_pool and max_pool_grad: their window kernel.
+/// max_pool, max_pool_grad and max_pool_gather: their window kernel.
 Tensor DeviceLayer::window(const ir::Node &node, const std::vector<Tensor> &inputs) {
   using codegen::WindowKernel;
   const ir::Op &op = node.op();

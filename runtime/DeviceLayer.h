@@ -22,7 +22,8 @@
 //                                  comes out channels first, a view in y's shape (what reads it next, a
 //                                  bias or an activation, reorders it in its own pass), and the gradient of
 //                                  y is moved channels first by a generated copy where it is read
-//   max_pool, max_pool_grad        a generated window kernel, each output element from its windows
+//   max_pool, max_pool_grad,       a generated window kernel, each output element from its windows
+//   max_pool_gather
 //   gather, scatter_add,           the index kernels (codegen/Kernel.h): each index array made i64 and
 //   scatter_set, set_slice         contiguous by a generated kernel, its offsets added by the offsets kernel
 //                                  (an index out of range read back as an error), then the gather or the

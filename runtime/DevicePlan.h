@@ -41,7 +41,8 @@ struct DeviceStep {
     Index,               // gather, scatter_add, scatter_set, set_slice: the offsets kernel per index array,
                          // then the index kernel of the op (codegen/Kernel.h); a scatter into a copy of x
     Window, // conv, conv_transpose, conv_filter_grad: im2col or col2im (codegen/Kernel.h's window
-            // kernels) and a gemm per channel group; max_pool, max_pool_grad: their window kernel
+            // kernels) and a gemm per channel group; max_pool, max_pool_grad, max_pool_gather: their
+            // window kernel
   };
   Kind kind;
   /// Kernel, Reduction, Fill, Broadcast: a device fused op whose body is the kernel's program (the node's own

@@ -96,7 +96,9 @@ TensorType elementwiseType(const Op &op, const std::vector<TensorType> &inputs) 
   // where's condition is bool; its other operands, like every other op's, share a dtype (the front end
   // converts them), one the op takes.
   size_t first = op.kind() == OpKind::Where ? 1 : 0;
-  if (first) TG_ASSERT(inputs[0].dtype == DType::Bool) << "where: the condition must be bool";
+  if (first) {
+    TG_ASSERT(inputs[0].dtype == DType::Bool) << "where: the condition must be bool";
+  }
   for (size_t i = first; i < inputs.size(); ++i)
     TG_ASSERT(inputs[i].dtype == inputs[first].dtype && takes(op.kind(), inputs[i].dtype))
         << op.name() << ": operands " << inputs[first].str() << " and " << inputs[i].str();

@@ -317,7 +317,8 @@ TEST(DeviceLayerTest, MaxPoolingIsTheCpusBitForBit) {
     expectDeviceMatchesCpu(OpKind::MaxPoolGrad, strided, dtype, {2, 3, 7, 6},
                            {x, smallIntegers(dtype, {2, 3, 3, 3}, 6, 0.1)}, "max_pool_grad strided " + name);
     expectDeviceMatchesCpu(OpKind::MaxPoolGather, overlapping, dtype, {2, 3, 4, 7},
-                           {x, smallIntegers(dtype, {2, 3, 7, 6}, 7, 0.1)}, "max_pool_gather overlapping " + name);
+                           {x, smallIntegers(dtype, {2, 3, 7, 6}, 7, 0.1)},
+                           "max_pool_gather overlapping " + name);
   }
 }
 
@@ -345,7 +346,12 @@ TEST(DeviceLayerTest, EveryOpWithADeviceImplementationHasAStep) {
       EXPECT_TRUE(step == Kind::Creation || step == Kind::Fill || step == Kind::Broadcast) << info.name;
       break;
     default:
-      if (tg::ir::isView(kind)) EXPECT_TRUE(step == Kind::View || step == Kind::Reshape) << info.name;
+      if (tg::ir::isView(kind)) {
+        EXPECT_TRUE(step == Kind::View || step == Kind::Reshape) << info.name;
+      }
+      if (tg::ir::isWindowOp(kind)) {
+        EXPECT_EQ(step, Kind::Window) << info.name;
+      }
     }
   }
 }

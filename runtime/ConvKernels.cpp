@@ -1,8 +1,8 @@
-// Convolution and max pooling on the CPU (Ops.def's conv, conv_transpose, conv_filter_grad, max_pool and
-// max_pool_grad): direct loops over one window's geometry, PyTorch's semantics (NCHW, OIHW, a
-// cross-correlation; a pooled gradient to each window's first maximum), split between threads so that each
-// thread writes outputs of its own (no atomics, the same sums in the same order on every run). One spatial
-// axis is the second of two with a height of 1.
+// Convolution and max pooling on the CPU (Ops.def's conv, conv_transpose, conv_filter_grad, max_pool,
+// max_pool_grad and max_pool_gather; f32 convolutions through oneDNN, below): direct loops over one window's
+// geometry, PyTorch's semantics (NCHW, OIHW, a cross-correlation; a pooled gradient to each window's first
+// maximum), split between threads so that each thread writes outputs of its own (no atomics, the same sums in
+// the same order on every run). One spatial axis is the second of two with a height of 1.
 #include "runtime/KernelSupport.h"
 #include "runtime/OpenMpRuntime.h"
 #include "runtime/WindowGeometry.h"
@@ -153,10 +153,7 @@ void rowMaxima(const Geometry &g, const T *plane, int64_t oy, std::vector<int64_
       for (int64_t ox = first; ox <= last; ++ox) {
         int64_t ix = ox * g.strideW - shift;
         T v = line[ix], current = value[ox];
-        // Branch-free (bitwise, not short-circuit), so that the row's windows advance as vectors.
-        bool take = (best[ox] < 0) | (v > current);
-        if constexpr (std::is_floating_point_v<T>)
-          take = (best[ox] < 0) | (!std::isnan(current) & !(v <= current));
+        bool take = best[ox] < 0 || replaces(v, current);
         best[ox] = take ? rowPlace + ix : best[ox];
         value[ox] = take ? v : current;
       }
@@ -242,25 +239,26 @@ bool convolveOnceWithDnnl(ir::OpKind kind, const Geometry &g, const float *a, co
       result = want == plain ? bind(plain, out) : memory(want, engine);
       return result;
     };
+    // The backward convolutions take the same descriptors, the forward one as their hint.
+    auto backward = [&](auto primitive) {
+      return typename decltype(primitive)::primitive_desc(
+          {dnnl::algorithm::convolution_direct, anyOf(sourceDesc), anyOf(weightsDesc), anyOf(destinationDesc),
+           strides, dilation, padBefore, padAfter},
+          engine, forward);
+    };
     if (kind == ir::OpKind::Conv) {
       dnnl::convolution_forward(forward).execute(
           stream, {{DNNL_ARG_SRC, input(forward.src_desc(), sourceDesc, a)},
                    {DNNL_ARG_WEIGHTS, input(forward.weights_desc(), weightsDesc, b)},
                    {DNNL_ARG_DST, output(forward.dst_desc(), destinationDesc)}});
-    } else if (kind == ir::OpKind::ConvTranspose) { // (gy, w) -> dx; the forward one is its hint
-      dnnl::convolution_backward_data::primitive_desc desc(
-          {dnnl::algorithm::convolution_direct, anyOf(sourceDesc), anyOf(weightsDesc), anyOf(destinationDesc),
-           strides, dilation, padBefore, padAfter},
-          engine, forward);
+    } else if (kind == ir::OpKind::ConvTranspose) { // (gy, w) -> dx
+      auto desc = backward(dnnl::convolution_backward_data());
       dnnl::convolution_backward_data(desc).execute(
           stream, {{DNNL_ARG_DIFF_DST, input(desc.diff_dst_desc(), destinationDesc, a)},
                    {DNNL_ARG_WEIGHTS, input(desc.weights_desc(), weightsDesc, b)},
                    {DNNL_ARG_DIFF_SRC, output(desc.diff_src_desc(), sourceDesc)}});
     } else { // (x, gy) -> dw
-      dnnl::convolution_backward_weights::primitive_desc desc(
-          {dnnl::algorithm::convolution_direct, anyOf(sourceDesc), anyOf(weightsDesc), anyOf(destinationDesc),
-           strides, dilation, padBefore, padAfter},
-          engine, forward);
+      auto desc = backward(dnnl::convolution_backward_weights());
       dnnl::convolution_backward_weights(desc).execute(
           stream, {{DNNL_ARG_SRC, input(desc.src_desc(), sourceDesc, a)},
                    {DNNL_ARG_DIFF_DST, input(desc.diff_dst_desc(), destinationDesc, b)},

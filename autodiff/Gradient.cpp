@@ -2,6 +2,7 @@
 // and the reverse walk that applies them (grad).
 #include "autodiff/Gradient.h"
 
+#include "autodiff/LoopGradient.h"
 #include "ir/Assert.h"
 
 #include <algorithm>
@@ -714,20 +715,30 @@ std::vector<Value *> grad(Graph &graph, Value *cost, const std::vector<Value *> 
   std::unordered_set<const Value *> active(wrt.begin(), wrt.end());
   for (const Node *node : order)
     for (const Value *input : node->inputs())
-      if (active.count(input) && isFloat(node->output()->type().dtype)) active.insert(node->output());
+      if (active.count(input))
+        for (const Value *output : node->outputs())
+          if (isFloat(output->type().dtype)) active.insert(output);
 
   // Backward: each node's output gradient is complete once every later node has run.
   GradientBuilder builder(graph, loc);
   std::unordered_map<const Value *, Value *> grads{{cost, builder.constant(1, costType.dtype)}};
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const Node &node = **it;
-    auto found = grads.find(node.output());
-    if (found == grads.end()) continue;
+    std::vector<Value *> outputGrads;
+    for (const Value *output : node.outputs()) {
+      auto found = grads.find(output);
+      outputGrads.push_back(found == grads.end() ? nullptr : found->second);
+    }
+    if (std::count(outputGrads.begin(), outputGrads.end(), nullptr) ==
+        static_cast<std::ptrdiff_t>(outputGrads.size()))
+      continue;
     std::vector<bool> wanted;
     for (const Value *input : node.inputs())
       wanted.push_back(active.count(input) > 0);
     if (std::find(wanted.begin(), wanted.end(), true) == wanted.end()) continue;
-    std::vector<Value *> inputGrads = builder.inputGradients(node, found->second, wanted);
+    std::vector<Value *> inputGrads = node.op().kind() == OpKind::Scan
+                                          ? loopGradients(graph, node, outputGrads, wanted)
+                                          : builder.inputGradients(node, outputGrads[0], wanted);
     for (size_t i = 0; i < inputGrads.size(); ++i) {
       if (!inputGrads[i]) continue;
       auto [slot, inserted] = grads.try_emplace(node.input(i), inputGrads[i]);

@@ -99,7 +99,7 @@ private:
 const std::set<std::string> kFunctions{
     "load",          "grad",          "var", "std",    "take",   "take_along_axis",  "one_hot",
     "inc_subtensor", "set_subtensor", "pad", "conv1d", "conv2d", "conv_transpose2d", "max_pool2d",
-    "avg_pool2d"};
+    "avg_pool2d",    "scan"};
 
 std::string listString(const std::vector<int64_t> &values) {
   std::string text = "[";
@@ -467,6 +467,14 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
       fail(loc, "grad(...) returns " + std::to_string(results.size()) +
                     " values here; unpack them with let, e.g. let ga, gb = grad(cost, a, b)");
     return results[0];
+  }
+  if (name == "scan") {
+    std::vector<TypedValue> stacks = scan(call, scope);
+    if (stacks.size() != 1)
+      fail(loc,
+           "scan(...) returns " + std::to_string(stacks.size()) +
+               " stacks here, one per carry; bind them with let, e.g. let hs, cs = scan(step, [h0, c0], xs)");
+    return stacks[0];
   }
   if (name == "load") {
     Arguments args(name, {{"path"}, 1}, call, *this);

@@ -304,6 +304,8 @@ std::vector<TypedValue> GraphBuilder::evaluateValues(const Expr &expr, const Sco
       return gradients(*call, scope);
     if (const Binding *function = calledFunction(*call, scope))
       return callFunctionValues(*function, *call, scope);
+    if (const auto *callee = call->callee->as<NameExpr>(); callee && callee->name == "scan")
+      return scan(*call, scope);
   }
   return {evaluateTensor(expr, scope, "a 'let'")};
 }
@@ -532,13 +534,14 @@ TypedValue GraphBuilder::evaluate(const Expr &expr, const Scope &scope) {
 TypedValue GraphBuilder::evaluateName(const NameExpr &expr, const Scope &scope) {
   const Binding *binding = scope.find(expr.name);
   if (!binding && dimensions_.count(expr.name)) { // a symbolic dimension: its size, an integer as Python's
-    if (graph_ != &program_->graph)
+    if (baseGraph() != &program_->graph)
       fail(expr.loc, "a param's initial value cannot use the dimension '" + expr.name +
                          "': its size is known only when the script runs");
     const DimensionSource &source = dimensions_.at(expr.name);
     OpAttrs axis;
     axis.axes = {static_cast<int64_t>(source.axis)};
-    return {apply(Op(OpKind::DimSize, axis), {source.input}, expr.loc).value, true};
+    return {apply(Op(OpKind::DimSize, axis), {visible(source.input, &program_->graph)}, expr.loc).value,
+            true};
   }
   if (!binding) {
     if (isBuiltin(expr.name))
@@ -546,11 +549,13 @@ TypedValue GraphBuilder::evaluateName(const NameExpr &expr, const Scope &scope) 
     fail(expr.loc, "use of undefined name '" + expr.name + "'");
   }
   switch (binding->kind) {
-  case Binding::Kind::Tensor:
-    if (binding->graph != graph_)
+  case Binding::Kind::Tensor: {
+    ir::Value *value = visible(binding->tensor.value, binding->graph);
+    if (!value)
       fail(expr.loc, "a param's initial value cannot use '" + expr.name +
                          "': it may only use literals, builtins and functions");
-    return binding->tensor;
+    return {value, binding->tensor.weak};
+  }
   case Binding::Kind::Expression:
     return evaluate(*binding->expression, *binding->expressionScope);
   case Binding::Kind::Function:
@@ -620,7 +625,11 @@ std::string exampleNames(size_t count) {
 } // namespace
 
 const Binding *GraphBuilder::calledFunction(const CallExpr &call, const Scope &scope) {
-  if (const auto *member = call.callee->as<MemberExpr>()) {
+  return functionNamed(*call.callee, scope);
+}
+
+const Binding *GraphBuilder::functionNamed(const Expr &callee, const Scope &scope) {
+  if (const auto *member = callee.as<MemberExpr>()) {
     const Binding *module = scope.find(member->module);
     if (!module)
       fail(member->loc,
@@ -631,8 +640,8 @@ const Binding *GraphBuilder::calledFunction(const CallExpr &call, const Scope &s
       fail(member->loc, "module '" + member->module + "' has no function '" + member->name + "'");
     return function;
   }
-  const auto *name = call.callee->as<NameExpr>();
-  if (!name) fail(call.callee->loc, "only functions can be called");
+  const auto *name = callee.as<NameExpr>();
+  if (!name) fail(callee.loc, "only functions can be called");
   const Binding *binding = scope.find(name->name);
   if (!binding) return nullptr;
   if (binding->kind == Binding::Kind::Function) return binding;
@@ -670,9 +679,6 @@ std::vector<TypedValue> GraphBuilder::callFunctionValues(const Binding &function
     fail(call.loc, "'" + def.name.name + "' takes " + std::to_string(def.params.size()) + " argument" +
                        (def.params.size() == 1 ? "" : "s") + ", but " + std::to_string(call.args.size()) +
                        " were given");
-  // The body sees its own module's names, and the arguments as its parameters.
-  callScopes_.push_back(std::make_unique<Scope>(&function.definingModule->scope));
-  Scope &body = *callScopes_.back();
   std::vector<const Expr *> arguments(def.params.size(), nullptr);
   for (size_t i = 0; i < call.args.size(); ++i)
     arguments[i] = call.args[i].get();
@@ -686,6 +692,7 @@ std::vector<TypedValue> GraphBuilder::callFunctionValues(const Binding &function
       fail(keyword.loc, "'" + def.name.name + "' got two values for parameter '" + keyword.name + "'");
     arguments[index] = keyword.value.get();
   }
+  std::vector<Binding> params;
   for (size_t i = 0; i < def.params.size(); ++i) {
     if (!arguments[i])
       fail(call.loc, "'" + def.name.name + "' is missing a value for parameter '" + def.params[i].name + "'");
@@ -700,8 +707,22 @@ std::vector<TypedValue> GraphBuilder::callFunctionValues(const Binding &function
       binding.tensor = evaluate(*arguments[i], scope);
       binding.graph = graph_;
     }
-    body.bind(def.params[i].name, binding);
+    params.push_back(std::move(binding));
   }
+  return inlineFunction(function, std::move(params), call.loc);
+}
+
+std::vector<TypedValue> GraphBuilder::inlineFunction(const Binding &function, std::vector<Binding> params,
+                                                     const SourceLoc &loc) {
+  const DefStmt &def = *function.function;
+  if (std::find(callStack_.begin(), callStack_.end(), &def) != callStack_.end())
+    fail(loc, "recursive call to '" + def.name.name + "': functions are inlined and cannot recurse");
+  TG_ASSERT(params.size() == def.params.size()) << params.size() << " values for " << def.params.size();
+  // The body sees its own module's names, and the arguments as its parameters.
+  callScopes_.push_back(std::make_unique<Scope>(&function.definingModule->scope));
+  Scope &body = *callScopes_.back();
+  for (size_t i = 0; i < def.params.size(); ++i)
+    body.bind(def.params[i].name, std::move(params[i]));
   callStack_.push_back(&def);
   struct PopOnExit {
     std::vector<const DefStmt *> &stack;
@@ -722,13 +743,13 @@ std::optional<std::string> GraphBuilder::dimensionName(const Expr &expr, const S
 }
 
 ir::Value *GraphBuilder::dimensionCarrier(const std::string &name, const SourceLoc &loc) {
-  if (graph_ != &program_->graph)
+  if (baseGraph() != &program_->graph)
     fail(loc, "a param's initial value cannot use the dimension '" + name +
                   "': its size is known only when the script runs");
   // The input with the dimension's axis first (a view): the ops that take a carrier read its first axis's
   // size, never its elements, so an input with an empty other axis carries its dimension too.
   const DimensionSource &source = dimensions_.at(name);
-  return axisFirst(source.input, source.axis, loc);
+  return axisFirst(visible(source.input, &program_->graph), source.axis, loc);
 }
 
 ir::Value *GraphBuilder::axisFirst(ir::Value *value, size_t axis, const SourceLoc &loc) {

@@ -112,6 +112,8 @@ public:
   std::optional<TypedValue> callBuiltin(const std::string &name, const CallExpr &call, const Scope &scope);
   /// grad(cost, wrt...): one gradient per wrt (Gradient.h builds them into the current graph).
   std::vector<TypedValue> gradients(const CallExpr &call, const Scope &scope);
+  /// scan(step, init or [inits], xs..., length=, reverse=) (Scan.cpp): one stack per carry.
+  std::vector<TypedValue> scan(const CallExpr &call, const Scope &scope);
 
   // Symbolic dimensions as values (GraphBuilder.cpp): a name no binding holds but an input's dimension.
   /// The dimension `expr` names, when it is such a name.
@@ -133,6 +135,15 @@ public:
   void checkIndexValues(ir::Value *index, const ir::Dim &size, size_t axis, const SourceLoc &loc);
   static bool isBuiltin(const std::string &name);
 
+  // Loops (Scan.cpp). A scan's step function is built into a body graph of its own; a value of an enclosing
+  // graph that it reads becomes an input of the body (an invariant of the loop).
+  /// `value`, which belongs to `owner`, as the current graph sees it: itself, a copy of a constant, or the
+  /// body input that carries it in (added on first use, through every loop between); nullptr when `owner`
+  /// encloses no loop being built (a param's initial value reading the step graph).
+  ir::Value *visible(ir::Value *value, const ir::Graph *owner);
+  /// The graph the outermost loop being built is in: the step graph, or the params' init graph.
+  const ir::Graph *baseGraph() const { return loops_.empty() ? graph_ : loops_.front().outer; }
+
   [[noreturn]] void fail(const SourceLoc &loc, const std::string &message);
   /// The seed of the next rand/randn call without seed=: calls are numbered in the order they are compiled.
   uint64_t takeSeed() { return nextSeed_++; }
@@ -151,9 +162,14 @@ private:
   const Binding *calledFunction(const CallExpr &call, const Scope &scope);
   /// How messages name a call's callee: 'f', 'nn.dense', or grad.
   static std::string calleeName(const CallExpr &call);
+  /// The function binding `callee` names (as calledFunction), or nullptr for an unbound name.
+  const Binding *functionNamed(const Expr &callee, const Scope &scope);
   /// Every result of a call of a `def` (inlined: its lets, then its results, in its own scope).
   std::vector<TypedValue> callFunctionValues(const Binding &function, const CallExpr &call,
                                              const Scope &scope);
+  /// The results of `function` with its parameters bound to `params`, in order (inlined at `loc`).
+  std::vector<TypedValue> inlineFunction(const Binding &function, std::vector<Binding> params,
+                                         const SourceLoc &loc);
   TypedValue evaluateName(const NameExpr &expr, const Scope &scope);
   TypedValue evaluateUnary(const UnaryExpr &expr, const Scope &scope);
   TypedValue evaluateBinary(const BinaryExpr &expr, const Scope &scope);
@@ -172,6 +188,14 @@ private:
   std::vector<const DefStmt *> callStack_;
   std::vector<std::unique_ptr<Scope>> callScopes_;
   uint64_t nextSeed_ = 0;
+  /// A loop whose body is being built: its graph, the graph it is in, and the outer values it reads.
+  struct LoopFrame {
+    ir::Graph *graph;
+    ir::Graph *outer;
+    std::vector<ir::Value *> invariants;                       // outer values, in the order first read
+    std::unordered_map<const ir::Value *, ir::Value *> inside; // outer value -> its body input
+  };
+  std::vector<LoopFrame> loops_; // outermost first; graph_ is the last one's graph
   /// Each symbolic dimension's first input and axis, in the order inputs are declared.
   struct DimensionSource {
     ir::Value *input;

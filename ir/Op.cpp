@@ -1,6 +1,7 @@
 #include "ir/Op.h"
 
 #include "ir/Assert.h"
+#include "ir/Loop.h"
 #include "ir/ScalarGraph.h"
 #include "ir/SourceLoc.h"
 
@@ -535,7 +536,7 @@ bool OpAttrs::operator==(const OpAttrs &other) const {
   bool sameBody = body == other.body || (body && other.body && *body == *other.body);
   return dtype == other.dtype && axes == other.axes && keepdims == other.keepdims && shape == other.shape &&
          scalars == other.scalars && seed == other.seed && slices == other.slices && window == other.window &&
-         sameBody;
+         sameBody && loop == other.loop;
 }
 
 std::string Window::str() const {
@@ -581,6 +582,7 @@ size_t Op::hash() const {
   for (const SliceSpec &s : attrs.slices)
     mix(std::hash<std::string>()(s.str()));
   if (attrs.body) mix(attrs.body->hash());
+  mix(std::hash<const Loop *>()(attrs.loop.get()));
   const Window &w = attrs.window;
   for (const std::vector<int64_t> *values :
        {&w.kernel, &w.stride, &w.dilation, &w.padBefore, &w.padAfter, &w.outputPadding})
@@ -603,6 +605,9 @@ std::string Op::attrString() const {
     break;
   case OpKind::Cast:
     parts.push_back(std::string("to=") + dtypeName(a.dtype));
+    break;
+  case OpKind::Scan:
+    parts.push_back(a.loop->str());
     break;
   case OpKind::Transpose:
     parts.push_back("perm=" + listString(a.axes));
@@ -857,6 +862,8 @@ TensorType inferHostType(const Op &op, const std::vector<TensorType> &inputs) {
     if (!attrs.body->reduction) return value;
     return reductionType(*attrs.body->reduction, attrs, value);
   }
+  case OpKind::Scan:
+    return attrs.loop->outputTypes(inputs, Place::Host).at(0);
   case OpKind::Cumsum: {
     DType dtype = resultDType(op.kind(), input.dtype);
     if (attrs.axes.empty()) {
@@ -875,7 +882,9 @@ TensorType inferHostType(const Op &op, const std::vector<TensorType> &inputs) {
 
 } // namespace
 
-TensorType extraOutputType(const Op &fused, const std::vector<TensorType> &inputs, size_t index) {
+TensorType extraOutputType(const Op &op, const std::vector<TensorType> &inputs, size_t index) {
+  if (op.kind() == OpKind::Scan) return op.attrs().loop->outputTypes(inputs, op.place()).at(index);
+  const Op &fused = op;
   const ScalarGraph &body = *fused.attrs().body;
   TG_ASSERT(index >= 1 && index <= body.extraOutputs.size())
       << "fused: no output " << index << " in a body of " << body.extraOutputs.size() << " extra outputs";
@@ -884,6 +893,7 @@ TensorType extraOutputType(const Op &fused, const std::vector<TensorType> &input
 }
 
 size_t outputCount(const Op &op) {
+  if (op.kind() == OpKind::Scan) return op.attrs().loop->body.graph.outputs().size();
   return op.kind() == OpKind::Fused && op.attrs().body ? 1 + op.attrs().body->extraOutputs.size() : 1;
 }
 

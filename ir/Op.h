@@ -14,6 +14,7 @@
 namespace tg::ir {
 
 struct ScalarGraph;
+struct Loop;
 
 enum class OpKind : uint16_t {
 #define OP(Enum, ...) Enum,
@@ -119,6 +120,7 @@ struct OpAttrs {
   std::vector<SliceSpec> slices;
   std::shared_ptr<const ScalarGraph> body; // fused: what the kernel computes per element
   Window window;                           // conv, conv_transpose, conv_filter_grad
+  std::shared_ptr<const Loop> loop;        // scan: its body and shape (ir/Loop.h); equal only to itself
   bool operator==(const OpAttrs &other) const;
 };
 
@@ -164,11 +166,13 @@ private:
 /// already have the dtypes the op requires (the front end inserts casts). Throws UserError (without a
 /// location) when the shapes or dtypes do not fit; the caller adds the location.
 TensorType inferType(const Op &op, const std::vector<TensorType> &inputs);
-/// The type of output `index` (1 or more) of a fused node reading inputs of these types: extra output
-/// index - 1 of its body (ScalarGraph::extraOutputs) in its value's dtype, over the program's iteration space
-/// (the inputs' broadcast shape; for an elementwise body the first output's shape).
-TensorType extraOutputType(const Op &fused, const std::vector<TensorType> &inputs, size_t index);
-/// How many outputs a node of `op` has: one, and one per extra output of a fused body.
+/// The type of output `index` (1 or more) of a node of several outputs reading inputs of these types: of a
+/// fused node, extra output index - 1 of its body (ScalarGraph::extraOutputs) in its value's dtype, over the
+/// program's iteration space (the inputs' broadcast shape; for an elementwise body the first output's shape);
+/// of a scan, its output `index` (Loop::outputTypes).
+TensorType extraOutputType(const Op &op, const std::vector<TensorType> &inputs, size_t index);
+/// How many outputs a node of `op` has: one, and one per extra output of a fused body; a scan's, one per
+/// output of its body.
 size_t outputCount(const Op &op);
 
 /// The length of arange(start, stop, step) of `dtype`, as NumPy computes it (ceil((stop - start) / step), at

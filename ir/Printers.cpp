@@ -1,5 +1,6 @@
 #include "ir/Printers.h"
 
+#include "ir/Loop.h"
 #include "ir/ScalarGraph.h"
 
 #include <algorithm>
@@ -90,6 +91,7 @@ private:
         continue;
       }
       printedNodes_.insert(node);
+      if (node->op().kind() == OpKind::Scan) loops_.push_back({node, idOf(node->output())});
       if (item.depth == kMaxDepth && !node->inputs().empty()) {
         out_ << " (continued below)\n";
         continued_.push_back(node);
@@ -100,6 +102,14 @@ private:
         stack.push_back({node->input(i), &kNoLabel, item.depth + 1});
     }
   }
+
+public:
+  /// The scans printed, each with its id, in the order printed: their bodies follow the graph.
+  struct PrintedLoop {
+    const Node *node;
+    std::string id;
+  };
+  const std::vector<PrintedLoop> &loops() const { return loops_; }
 
 private:
   std::string describe(const Value *value, const std::string &label) {
@@ -130,7 +140,18 @@ private:
   std::unordered_map<const Value *, std::string> ids_;
   std::unordered_set<const Node *> printedNodes_;
   std::deque<const Node *> continued_; // nodes whose inputs are still to print, from the left margin
+  std::vector<PrintedLoop> loops_;
 };
+
+/// The bodies of the scans `printer` printed, each indented under a line naming its scan.
+void printLoopBodies(const TreePrinter &printer, std::ostringstream &out) {
+  for (const TreePrinter::PrintedLoop &loop : printer.loops()) {
+    out << "body of scan [id " << loop.id << "]:\n";
+    std::istringstream lines(printIr(loop.node->op().attrs().loop->body));
+    for (std::string line; std::getline(lines, line);)
+      out << "    " << line << "\n";
+  }
+}
 
 } // namespace
 
@@ -174,6 +195,7 @@ std::string printIr(const Program &program) {
     printer.print(output.value, "output " + output.name + " = ");
   for (const auto &update : program.updates)
     printer.print(update.value, "update " + program.params[update.param].name + " = ");
+  printLoopBodies(printer, out);
   return out.str();
 }
 
@@ -182,6 +204,7 @@ std::string printIr(const Graph &graph) {
   TreePrinter printer(out);
   for (size_t i = 0; i < graph.outputs().size(); ++i)
     printer.print(graph.outputs()[i], "output " + std::to_string(i) + " = ");
+  printLoopBodies(printer, out);
   return out.str();
 }
 
@@ -230,6 +253,12 @@ std::string printJson(const Program &program,
       for (size_t j = 0; j < members.size(); ++j)
         out << (j ? ", " : "") << jsonQuote(members[j]);
       out << "]";
+    }
+    if (node.op().kind() == OpKind::Scan) {
+      std::string body = printJson(node.op().attrs().loop->body);
+      while (!body.empty() && body.back() == '\n')
+        body.pop_back();
+      out << ", \"body\": " << body;
     }
     out << ", \"outputs\": [";
     for (size_t j = 0; j < node.outputs().size(); ++j)

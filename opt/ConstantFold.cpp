@@ -43,6 +43,9 @@ RewriteRule constantFoldRule() {
             if (!context.evaluate) return nullptr;
             // A broadcast constant stays one: folding it would repeat one value in memory.
             if (node->op().kind() == ir::OpKind::BroadcastTo) return nullptr;
+            // A loop is not run at compile time (it may run long, and it has several results): the passes
+            // fold within its body instead.
+            if (node->op().kind() == ir::OpKind::Scan) return nullptr;
             bool elementwise = ir::opInfo(node->op().kind()).fusion == ir::FusionKind::Elementwise;
             std::vector<const ir::TensorData *> operands;
             std::deque<ir::TensorData> broadcast; // the broadcast operands of an op that is not elementwise

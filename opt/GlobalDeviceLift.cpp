@@ -150,6 +150,10 @@ private:
       host = graph_.addNode(node->op(), inputs, node->loc(), node->pin());
       host->output()->setName(node->output()->name());
       retire(node, host->output());
+      for (size_t k = 1; k < node->outputs().size(); ++k) { // a scan's other stacks
+        host->outputs()[k]->setName(node->outputs()[k]->name());
+        mapping_[static_cast<size_t>(node->outputs()[k]->id())] = host->outputs()[k];
+      }
     }
     explain(host, [&]() -> std::string {
       if (chosenReasons_) return (*chosenReasons_)[static_cast<size_t>(node->id())];

@@ -161,7 +161,8 @@ void mergeEquivalent(ir::Graph &graph, PassProfile &profile) {
       kept.push_back(node);
       continue;
     }
-    graph.substitute(node->output(), equal->output());
+    for (size_t k = 0; k < node->outputs().size(); ++k)
+      graph.substitute(node->outputs()[k], equal->outputs()[k]);
     merged.push_back(node);
   }
   // A merged node is read by nothing now, while what it reads is read by its equal: the merged nodes are the

@@ -1,6 +1,7 @@
 #include "opt/Pipeline.h"
 
 #include "ir/Assert.h"
+#include "ir/Loop.h"
 #include "ir/Printers.h"
 #include "opt/Canonicalize.h"
 #include "opt/ConstantFold.h"
@@ -25,6 +26,36 @@ namespace {
 
 void runMerge(ir::Graph &graph, RewriteContext &, PassProfile &profile, const OptimizerOptions &) {
   mergeEquivalent(graph, profile);
+}
+
+/// Each scan's body optimized as a program of its own, by the whole pipeline (nested loops too): the scan is
+/// rebuilt around an optimized copy (a loop's body is shared by every copy of its op, so it is never changed
+/// in place).
+void runLoopBodies(ir::Graph &graph, RewriteContext &, PassProfile &profile,
+                   const OptimizerOptions &options) {
+  OptimizerOptions bodyOptions = options;
+  bodyOptions.printAfter.clear();
+  bodyOptions.pricePlacement = false;
+  bodyOptions.device = false; // a body runs on the host for now: a scan is a host node
+  std::vector<std::pair<ir::Value *, ir::Value *>> replacements;
+  for (ir::Node *node : graph.toposort()) {
+    if (node->op().kind() != ir::OpKind::Scan) continue;
+    std::shared_ptr<ir::Loop> loop = ir::copyLoop(*node->op().attrs().loop);
+    size_t before = loop->body.graph.liveNodeCount();
+    optimize(loop->body, bodyOptions);
+    profile.details["loop body nodes in"] += static_cast<double>(before);
+    profile.details["loop body nodes out"] += static_cast<double>(loop->body.graph.liveNodeCount());
+    ir::OpAttrs attrs = node->op().attrs();
+    attrs.loop = std::move(loop);
+    std::vector<ir::Value *> inputs(node->inputs().begin(), node->inputs().end());
+    ir::Node *optimized = graph.addNode(ir::Op(ir::OpKind::Scan, std::move(attrs), node->op().place()),
+                                        std::move(inputs), node->loc(), node->pin());
+    for (size_t k = 0; k < node->outputs().size(); ++k) {
+      optimized->outputs()[k]->setName(node->outputs()[k]->name());
+      replacements.push_back({node->outputs()[k], optimized->outputs()[k]});
+    }
+  }
+  if (!replacements.empty()) graph.replaceAll(replacements);
 }
 
 void runConstantFold(ir::Graph &, RewriteContext &context, PassProfile &profile, const OptimizerOptions &) {
@@ -104,6 +135,7 @@ bool selected(const PassInfo &pass, const OptimizerOptions &options) {
 
 const std::vector<PassInfo> &passTable() {
   static const std::vector<PassInfo> table{
+      {"loop-bodies", -1, {"fast_run", "fast_compile", "loops"}, runLoopBodies},
       {"merge", 0, {"fast_run", "fast_compile", "merge"}, runMerge},
       {"constant-fold", 0.5, {"fast_run", "fast_compile"}, runConstantFold},
       {"canonicalize", 1, {"fast_run", "fast_compile", "rewrite"}, runCanonicalize},

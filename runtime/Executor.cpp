@@ -1,6 +1,7 @@
 #include "runtime/Executor.h"
 
 #include "ir/Assert.h"
+#include "ir/Loop.h"
 #include "runtime/FusedLaunch.h"
 #include "runtime/KernelSupport.h"
 #include "runtime/Kernels.h"
@@ -99,6 +100,8 @@ const Executor::Plan &Executor::plan(size_t count) {
         step.extraResults.push_back(slotOf_.at(extra));
       if (node->op().kind() == ir::OpKind::Fused && node->op().place() == ir::Place::Host)
         step.launch = std::make_shared<HostLaunchMemo>();
+      if (node->op().kind() == ir::OpKind::Scan)
+        step.loopBody = std::make_shared<Executor>(node->op().attrs().loop->body.graph, device_);
       for (const ir::Value *input : node->inputs())
         step.arguments.push_back(slotOf_.at(input));
       plan->steps.push_back(std::move(step));
@@ -151,6 +154,7 @@ Tensor Executor::runStep(const Step &step, std::vector<Tensor> &arguments, std::
   const ir::Node &node = *step.node;
   ir::OpKind kind = node.op().kind();
   if (kind == ir::OpKind::ToDevice || kind == ir::OpKind::ToHost) return transfer(node, arguments[0]);
+  if (kind == ir::OpKind::Scan) return runLoop(step, arguments, extraOutputs);
   if (node.op().place() == ir::Place::Device) return device_->run(node, arguments, extraOutputs);
   ir::DType dtype = node.output()->type().dtype;
   Tensor result = step.launch ? fusedKernel(node.op(), arguments, dtype, /*reuseInputs=*/true,
@@ -159,6 +163,77 @@ Tensor Executor::runStep(const Step &step, std::vector<Tensor> &arguments, std::
   TG_ASSERT(result.dtype() == dtype) << node.op().str() << " computed " << ir::dtypeName(result.dtype())
                                      << ", but its type says " << node.output()->type().str();
   return result;
+}
+
+Tensor Executor::runLoop(const Step &step, std::vector<Tensor> &arguments, std::span<Tensor> extraOutputs) {
+  const ir::Node &node = *step.node;
+  const ir::Loop &loop = *node.op().attrs().loop;
+  size_t carries = loop.carries, sequences = loop.sequences;
+  int64_t steps = loop.length;
+  if (sequences) {
+    steps = arguments[carries].shape().at(0);
+    for (size_t s = 1; s < sequences; ++s)
+      if (arguments[carries + s].shape().at(0) != steps)
+        throw ir::UserError("scan: the sequences differ in length: " + std::to_string(steps) + " and " +
+                            std::to_string(arguments[carries + s].shape()[0]) + " steps (sequence " +
+                            std::to_string(s + 1) + ")");
+  }
+  // The body reads the carries, a slice of each sequence (a view) and the invariants, as they are.
+  std::vector<Tensor> bodyInputs(arguments.begin(), arguments.end());
+  auto slice = [&](const Tensor &sequence, int64_t t) {
+    std::vector<int64_t> shape(sequence.shape().begin() + 1, sequence.shape().end());
+    std::vector<int64_t> strides(sequence.strides().begin() + 1, sequence.strides().end());
+    return sequence.view(std::move(shape), std::move(strides), sequence.offset() + t * sequence.strides()[0]);
+  };
+  // The node's outputs: a stack per stacked carry and per result, allocated when the first step gives their
+  // shape (or, without steps, from the types; the carries' own shapes are the initial values').
+  size_t outputs = node.outputs().size();
+  std::vector<Tensor> stacks(outputs);
+  auto place = [&](size_t k) -> bool { return k >= carries || loop.stacked[k]; };
+  auto allocate = [&](size_t k, ir::DType dtype, const std::vector<int64_t> &shape) {
+    std::vector<int64_t> stacked{steps};
+    stacked.insert(stacked.end(), shape.begin(), shape.end());
+    stacks[k] = Tensor::empty(dtype, std::move(stacked));
+  };
+  for (int64_t i = 0; i < steps; ++i) {
+    int64_t t = loop.reverse ? steps - 1 - i : i;
+    for (size_t s = 0; s < sequences; ++s)
+      bodyInputs[carries + s] = slice(arguments[carries + s], t);
+    std::vector<Tensor> results = step.loopBody->run(bodyInputs);
+    for (size_t k = 0; k < outputs; ++k) {
+      if (!place(k)) continue;
+      if (!stacks[k].defined()) allocate(k, results[k].dtype(), results[k].shape());
+      slice(stacks[k], t).copyFrom(results[k]);
+    }
+    for (size_t k = 0; k < carries; ++k)
+      bodyInputs[k] = std::move(results[k]);
+  }
+  if (steps == 0) { // no step gave the shapes: the types do, their symbols bound by the body's inputs
+    std::vector<std::pair<ir::Dim, int64_t>> symbols;
+    for (size_t i = 0; i < arguments.size(); ++i) {
+      const ir::Shape &declared = loop.body.graph.inputs()[i]->type().shape;
+      size_t skip = i >= carries && i < carries + sequences ? 1 : 0;
+      for (size_t d = 0; d < declared.size(); ++d)
+        symbols.push_back({declared[d], arguments[i].shape()[d + skip]});
+    }
+    for (size_t k = 0; k < outputs; ++k) {
+      if (!place(k)) continue;
+      std::vector<int64_t> shape;
+      for (const ir::Dim &dim : loop.body.graph.outputs()[k]->type().shape) {
+        auto bound =
+            std::find_if(symbols.begin(), symbols.end(), [&](const auto &s) { return s.first == dim; });
+        TG_ASSERT(dim.isStatic() || bound != symbols.end())
+            << "scan: the size " << dim.str() << " of result " << k << " is unknown without a step";
+        shape.push_back(dim.isStatic() ? dim.size() : bound->second);
+      }
+      allocate(k, loop.body.graph.outputs()[k]->type().dtype, shape);
+    }
+  }
+  for (size_t k = 0; k < outputs; ++k)
+    if (!place(k)) stacks[k] = bodyInputs[k]; // the last carry
+  for (size_t k = 1; k < outputs; ++k)
+    extraOutputs[k - 1] = std::move(stacks[k]);
+  return std::move(stacks[0]);
 }
 
 std::vector<Tensor> Executor::run(const std::vector<Tensor> &inputs, size_t count) {

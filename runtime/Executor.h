@@ -67,6 +67,7 @@ private:
     uint32_t result;
     std::vector<uint32_t> extraResults;     // a fused node's extra outputs
     std::shared_ptr<HostLaunchMemo> launch; // a host fused node's last launch (FusedLaunch.h)
+    std::shared_ptr<Executor> loopBody;     // a scan's body, planned once for all its steps
   };
   static constexpr uint32_t kNoSlot = ~uint32_t(0);
   /// The steps that compute the first `outputs.size()` graph outputs, in topological order.
@@ -77,6 +78,8 @@ private:
   const Plan &plan(size_t count);
   /// Runs a step's node: returns its first output and puts the others in `extraOutputs`.
   Tensor runStep(const Step &step, std::vector<Tensor> &arguments, std::span<Tensor> extraOutputs);
+  /// Runs a scan node: its body once per step, the stacked results written in place.
+  Tensor runLoop(const Step &step, std::vector<Tensor> &arguments, std::span<Tensor> extraOutputs);
   /// Runs a to_device or to_host node: a counted copy between the two memories.
   Tensor transfer(const ir::Node &node, const Tensor &source);
 

@@ -3,6 +3,7 @@
 // gradient and the perturbed costs with the CPU executor.
 #include "autodiff/Gradient.h"
 
+#include "ir/Loop.h"
 #include "ir/Printers.h"
 #include "runtime/Executor.h"
 
@@ -480,6 +481,101 @@ TEST_F(GradientTest, Cumsum) {
   expectGradientsMatch({arg({3, 4})}, unaryBuild(OpKind::Cumsum, axes({0})));
   expectGradientsMatch({arg({3, 4})}, unaryBuild(OpKind::Cumsum));
   expectGradientsMatch({arg({5, 3}, -2, 2, {"n"})}, unaryBuild(OpKind::Cumsum));
+}
+
+/// A scan node reading `carries`, `sequences` and `invariants`, its body made by `step` from the body's
+/// inputs (carries, slices, invariants), returning the new carries then any per-step results.
+Node *scanOf(Graph &graph, const std::vector<Value *> &carries, const std::vector<Value *> &sequences,
+             const std::vector<Value *> &invariants, const std::vector<bool> &stacked, bool reverse,
+             const std::function<std::vector<Value *>(Graph &, const std::vector<Value *> &)> &step,
+             int64_t length = 0) {
+  auto loop = std::make_shared<Loop>();
+  loop->carries = carries.size();
+  loop->sequences = sequences.size();
+  loop->stacked = stacked;
+  loop->reverse = reverse;
+  loop->length = length;
+  Graph &body = loop->body.graph;
+  std::vector<Value *> operands, inputs;
+  for (Value *carry : carries)
+    operands.push_back(carry);
+  for (Value *sequence : sequences)
+    operands.push_back(sequence);
+  for (Value *invariant : invariants)
+    operands.push_back(invariant);
+  for (size_t i = 0; i < operands.size(); ++i) {
+    TensorType type = operands[i]->type();
+    if (i >= carries.size() && i < carries.size() + sequences.size()) type.shape.erase(type.shape.begin());
+    inputs.push_back(body.addInput(type, "b" + std::to_string(i)));
+    loop->body.inputs.push_back({inputs.back()->name(), inputs.back(), {}});
+  }
+  for (Value *output : step(body, inputs)) {
+    body.addOutput(output);
+    loop->body.outputs.push_back({"", output});
+  }
+  OpAttrs attrs;
+  attrs.loop = std::move(loop);
+  return graph.addNode(Op(OpKind::Scan, std::move(attrs)), std::move(operands));
+}
+
+/// tanh(x @ W + h @ U): an Elman step.
+std::vector<Value *> elmanStep(Graph &body, const std::vector<Value *> &in) {
+  Value *h = in[0], *x = in[1], *W = in[2], *U = in[3];
+  return {op(body, OpKind::Tanh,
+             {op(body, OpKind::Add, {op(body, OpKind::Matmul, {x, W}), op(body, OpKind::Matmul, {h, U})})})};
+}
+
+TEST_F(GradientTest, ScanThroughTime) {
+  // An Elman recurrence both ways: gradients in the initial carry, every slice and both weights.
+  for (bool reverse : {false, true}) {
+    SCOPED_TRACE(reverse ? "reverse" : "forward");
+    expectGradientsMatch(
+        {arg({3}, -1, 1), arg({4, 2}), arg({2, 3}, -1, 1), arg({3, 3}, -1, 1)},
+        [&](Graph &graph, const std::vector<Value *> &x) {
+          return scanOf(graph, {x[0]}, {x[1]}, {x[2], x[3]}, {true}, reverse, elmanStep)->output();
+        });
+  }
+  // A carry of which only the last value is kept, a per-step result, a symbolic number of steps.
+  expectGradientsMatch(
+      {arg({3}, -1, 1), arg({3}, -1, 1), arg({5, 3}, -2, 2, {"t"}), arg({3})},
+      [](Graph &graph, const std::vector<Value *> &x) {
+        Node *scan = scanOf(
+            graph, {x[0], x[1]}, {x[2]}, {x[3]}, {true, false}, false,
+            [](Graph &body, const std::vector<Value *> &in) {
+              Value *h = in[0], *c = in[1], *s = in[2], *w = in[3];
+              Value *next =
+                  op(body, OpKind::Tanh,
+                     {op(body, OpKind::Add, {op(body, OpKind::Mul, {s, w}), op(body, OpKind::Mul, {h, c})})});
+              Value *kept = op(body, OpKind::Mul, {c, op(body, OpKind::Sigmoid, {next})});
+              return std::vector<Value *>{next, kept, op(body, OpKind::Sin, {next})};
+            });
+        Value *both = op(graph, OpKind::Add, {scan->outputs()[0], scan->outputs()[2]});
+        return op(graph, OpKind::Add, {both, scan->outputs()[1]});
+      });
+  // No sequence: a fixed number of steps over an invariant.
+  expectGradientsMatch({arg({2}, -1, 1), arg({2, 2}, -1, 1)},
+                       [](Graph &graph, const std::vector<Value *> &x) {
+                         return scanOf(
+                                    graph, {x[0]}, {}, {x[1]}, {true}, false,
+                                    [](Graph &body, const std::vector<Value *> &in) {
+                                      return std::vector<Value *>{
+                                          op(body, OpKind::Tanh, {op(body, OpKind::Matmul, {in[0], in[1]})})};
+                                    },
+                                    3)
+                             ->output();
+                       });
+}
+
+TEST_F(GradientTest, ScanGradientsDifferentiateAgain) {
+  // The gradient of an Elman recurrence in its weights is a backward scan (carries kept last only, per-step
+  // results); differentiating that gradient goes through it.
+  expectGradientsMatch(
+      {arg({3}, -1, 1), arg({4, 2}), arg({2, 3}, -1, 1), arg({3, 3}, -1, 1)},
+      [](Graph &graph, const std::vector<Value *> &x) {
+        Value *hs = scanOf(graph, {x[0]}, {x[1]}, {x[2], x[3]}, {true}, false, elmanStep)->output();
+        Value *cost = sumAll(graph, op(graph, OpKind::Mul, {hs, hs}));
+        return grad(graph, cost, {x[3]}, {})[0];
+      });
 }
 
 TEST_F(GradientTest, SoftmaxCrossEntropyChain) {

@@ -1,0 +1,241 @@
+#include "autodiff/LoopGradient.h"
+
+#include "autodiff/Gradient.h"
+#include "ir/Assert.h"
+#include "ir/Loop.h"
+
+namespace tg::autodiff {
+
+using namespace ir;
+
+namespace {
+
+/// Builds the backward loop's nodes in the forward scan's graph, at its location.
+class LoopGradientBuilder {
+public:
+  LoopGradientBuilder(Graph &graph, const Node &scan)
+      : graph_(graph), scan_(scan), loop_(*scan.op().attrs().loop), loc_(scan.loc()) {}
+
+  std::vector<Value *> build(const std::vector<Value *> &outputGrads, const std::vector<bool> &wanted);
+
+private:
+  Value *apply(Graph &graph, OpKind kind, std::vector<Value *> inputs, OpAttrs attrs = {}) {
+    return graph.addNode(Op(kind, std::move(attrs)), std::move(inputs), loc_)->output();
+  }
+  /// Zeros of `like`'s type (static sizes: a zeros node; else zeros_like).
+  Value *zerosLike(Graph &graph, Value *like);
+  /// Each carry's stack of values (a copy of the scan stacking them all when it stacks only some).
+  std::vector<Value *> stackedCarries();
+  /// The carry each step read, stacked in the sequences' order: the initial carry and the carries after
+  /// each step, shifted one step back (or forward, for a reverse loop).
+  Value *carriesBefore(Value *init, Value *stack);
+
+  Graph &graph_;
+  const Node &scan_;
+  const Loop &loop_;
+  SourceLoc loc_;
+};
+
+Value *LoopGradientBuilder::zerosLike(Graph &graph, Value *like) {
+  const TensorType &type = like->type();
+  OpAttrs attrs;
+  for (const Dim &dim : type.shape) {
+    if (!dim.isStatic()) return apply(graph, OpKind::ZerosLike, {like});
+    attrs.shape.push_back(dim.size());
+  }
+  attrs.dtype = type.dtype;
+  return apply(graph, OpKind::Zeros, {}, attrs);
+}
+
+std::vector<Value *> LoopGradientBuilder::stackedCarries() {
+  std::span<Value *const> outputs = scan_.outputs();
+  std::vector<Value *> stacks(outputs.begin(), outputs.begin() + static_cast<std::ptrdiff_t>(loop_.carries));
+  if (std::find(loop_.stacked.begin(), loop_.stacked.end(), false) == loop_.stacked.end()) return stacks;
+  std::shared_ptr<Loop> all = copyLoop(loop_);
+  all->stacked.assign(loop_.carries, true);
+  OpAttrs attrs = scan_.op().attrs();
+  attrs.loop = std::move(all);
+  std::vector<Value *> inputs(scan_.inputs().begin(), scan_.inputs().end());
+  Node *twin =
+      graph_.addNode(Op(OpKind::Scan, std::move(attrs), scan_.op().place()), std::move(inputs), loc_);
+  return {twin->outputs().begin(), twin->outputs().begin() + static_cast<std::ptrdiff_t>(loop_.carries)};
+}
+
+Value *LoopGradientBuilder::carriesBefore(Value *init, Value *stack) {
+  OpAttrs first;
+  first.axes = {0};
+  Value *initRow = apply(graph_, OpKind::ExpandDims, {init}, first);
+  SliceSpec range;
+  range.hasStart = loop_.reverse;
+  range.start = loop_.reverse ? 1 : 0;
+  range.hasStop = !loop_.reverse;
+  range.stop = loop_.reverse ? 0 : -1;
+  OpAttrs sliced;
+  sliced.slices = {range};
+  Value *shifted = apply(graph_, OpKind::Slice, {stack}, sliced);
+  OpAttrs axis;
+  axis.axes = {0};
+  return loop_.reverse ? apply(graph_, OpKind::Concat, {shifted, initRow}, axis)
+                       : apply(graph_, OpKind::Concat, {initRow, shifted}, axis);
+}
+
+std::vector<Value *> LoopGradientBuilder::build(const std::vector<Value *> &outputGrads,
+                                                const std::vector<bool> &wanted) {
+  size_t carries = loop_.carries, sequences = loop_.sequences, invariants = loop_.invariants();
+  const std::vector<Value *> &bodyInputs = loop_.body.graph.inputs();
+  auto isFloatInput = [&](size_t i) { return isFloat(scan_.input(i)->type().dtype); };
+  // Which forward inputs get a gradient: float ones, wanted, that the body reads.
+  auto differentiated = [&](size_t i) {
+    return wanted[i] && isFloatInput(i) && !bodyInputs[i]->clients().empty();
+  };
+  std::vector<size_t> floatCarries, gradSequences, gradInvariants;
+  for (size_t k = 0; k < carries; ++k)
+    if (isFloatInput(k)) floatCarries.push_back(k);
+  for (size_t s = 0; s < sequences; ++s)
+    if (differentiated(carries + s)) gradSequences.push_back(s);
+  for (size_t j = 0; j < invariants; ++j)
+    if (differentiated(carries + sequences + j)) gradInvariants.push_back(j);
+  std::vector<Value *> stacks = stackedCarries();
+
+  // The backward loop's operands: the adjoint carries' initial values, its sequences, its invariants.
+  std::vector<Value *> operands;
+  for (size_t k : floatCarries) // a carry's last value's gradient enters as its adjoint's initial value
+    operands.push_back(!loop_.stacked[k] && outputGrads[k] ? outputGrads[k]
+                                                           : zerosLike(graph_, scan_.input(k)));
+  for (size_t j : gradInvariants)
+    operands.push_back(zerosLike(graph_, scan_.input(carries + sequences + j)));
+  std::vector<size_t> stackGrads, resultGrads; // the outputs whose gradients are sequences
+  for (size_t k : floatCarries)
+    if (loop_.stacked[k] && outputGrads[k]) stackGrads.push_back(k);
+  for (size_t r = 0; r < loop_.results(); ++r)
+    if (outputGrads[carries + r]) resultGrads.push_back(r);
+  for (size_t k : stackGrads)
+    operands.push_back(outputGrads[k]);
+  for (size_t r : resultGrads)
+    operands.push_back(outputGrads[carries + r]);
+  for (size_t k = 0; k < carries; ++k)
+    operands.push_back(carriesBefore(scan_.input(k), stacks[k]));
+  for (size_t s = 0; s < sequences; ++s)
+    operands.push_back(scan_.input(carries + s));
+  for (size_t k : floatCarries)
+    operands.push_back(stacks[k]);
+  for (size_t j = 0; j < invariants; ++j)
+    operands.push_back(scan_.input(carries + sequences + j));
+
+  // Its body: the forward step again, then its vector-Jacobian product.
+  auto back = std::make_shared<Loop>();
+  Graph &body = back->body.graph;
+  auto input = [&](Value *like, const std::string &name, bool slice) {
+    TensorType type = like->type();
+    if (slice) type.shape.erase(type.shape.begin());
+    Value *value = body.addInput(type, name);
+    back->body.inputs.push_back({name, value, loc_});
+    return value;
+  };
+  auto nameOf = [&](size_t i) { return loop_.body.inputs[i].name; };
+  std::vector<Value *> adjoints, sums, stackSlices, resultSlices, after, forwardInputs;
+  for (size_t k : floatCarries)
+    adjoints.push_back(input(scan_.input(k), "d" + nameOf(k), false));
+  for (size_t j : gradInvariants)
+    sums.push_back(input(scan_.input(carries + sequences + j), "d" + nameOf(carries + sequences + j), false));
+  for (size_t k : stackGrads)
+    stackSlices.push_back(input(outputGrads[k], "g" + nameOf(k), true));
+  for (size_t r : resultGrads)
+    resultSlices.push_back(input(outputGrads[carries + r], "g" + loop_.body.outputs[carries + r].name, true));
+  for (size_t k = 0; k < carries; ++k)
+    forwardInputs.push_back(input(stacks[k], nameOf(k), true));
+  for (size_t s = 0; s < sequences; ++s)
+    forwardInputs.push_back(input(scan_.input(carries + s), nameOf(carries + s), true));
+  for (size_t k : floatCarries) // the carry each step made, which the forward pass kept
+    after.push_back(input(stacks[k], nameOf(k) + "_after", true));
+  for (size_t j = 0; j < invariants; ++j)
+    forwardInputs.push_back(
+        input(scan_.input(carries + sequences + j), nameOf(carries + sequences + j), false));
+  std::vector<Value *> step = inlineGraph(body, loop_.body.graph, forwardInputs);
+
+  // cost = sum(adjoint * new carry) + sum(gradient * result): its gradient in the step's inputs is the
+  // vector-Jacobian product of the step (each term's factor does not depend on them).
+  Value *cost = nullptr;
+  auto addTerm = [&](Value *factor, Value *value) {
+    OpAttrs all;
+    for (size_t d = 0; d < value->type().rank(); ++d)
+      all.axes.push_back(static_cast<int64_t>(d));
+    Value *term = apply(body, OpKind::Sum, {apply(body, OpKind::Mul, {factor, value})}, all);
+    if (term->type().dtype != DType::F64) {
+      OpAttrs cast;
+      cast.dtype = DType::F64;
+      term = apply(body, OpKind::Cast, {term}, cast);
+    }
+    cost = cost ? apply(body, OpKind::Add, {cost, term}) : term;
+  };
+  for (size_t i = 0; i < floatCarries.size(); ++i) {
+    size_t k = floatCarries[i];
+    auto found = std::find(stackGrads.begin(), stackGrads.end(), k);
+    Value *adjoint = found == stackGrads.end()
+                         ? adjoints[i]
+                         : apply(body, OpKind::Add, {adjoints[i], stackSlices[found - stackGrads.begin()]});
+    addTerm(adjoint, step[k]);
+  }
+  for (size_t i = 0; i < resultGrads.size(); ++i)
+    if (isFloat(step[carries + resultGrads[i]]->type().dtype))
+      addTerm(resultSlices[i], step[carries + resultGrads[i]]);
+  if (!cost) cost = body.addConstant(TensorData::scalar(DType::F64, 0));
+
+  std::vector<Value *> wrt;
+  for (size_t k : floatCarries)
+    wrt.push_back(forwardInputs[k]);
+  for (size_t s : gradSequences)
+    wrt.push_back(forwardInputs[carries + s]);
+  for (size_t j : gradInvariants)
+    wrt.push_back(forwardInputs[carries + sequences + j]);
+  std::vector<Value *> grads = grad(body, cost, wrt, loc_);
+  // What the gradient reads of a new carry it reads from the forward pass's stack instead of recomputing it
+  // (a tanh's gradient reads its result: the step's own work then goes dead).
+  for (size_t i = 0; i < floatCarries.size(); ++i)
+    if (Value *made = step[floatCarries[i]]; made->owner()) body.substitute(made, after[i]);
+  size_t at = 0;
+  auto output = [&](Value *value, const std::string &name) {
+    body.addOutput(value);
+    back->body.outputs.push_back({name, value});
+  };
+  for (size_t i = 0; i < floatCarries.size(); ++i)
+    output(grads[at++], adjoints[i]->name());
+  std::vector<Value *> sequenceGrads(grads.begin() + static_cast<std::ptrdiff_t>(at),
+                                     grads.begin() + static_cast<std::ptrdiff_t>(at + gradSequences.size()));
+  at += gradSequences.size();
+  for (size_t i = 0; i < gradInvariants.size(); ++i)
+    output(apply(body, OpKind::Add, {sums[i], grads[at++]}), sums[i]->name());
+  for (size_t i = 0; i < gradSequences.size(); ++i)
+    output(sequenceGrads[i], "d" + nameOf(carries + gradSequences[i]));
+
+  back->carries = floatCarries.size() + gradInvariants.size();
+  back->stacked.assign(back->carries, false);
+  back->sequences = stackGrads.size() + resultGrads.size() + carries + sequences + floatCarries.size();
+  back->reverse = !loop_.reverse;
+  back->length = loop_.length;
+  OpAttrs attrs;
+  attrs.loop = std::move(back);
+  Node *backward =
+      graph_.addNode(Op(OpKind::Scan, std::move(attrs), scan_.op().place()), std::move(operands), loc_);
+
+  std::vector<Value *> result(scan_.inputs().size(), nullptr);
+  at = 0;
+  for (size_t k : floatCarries) {
+    Value *adjoint = backward->outputs()[at++];
+    if (wanted[k]) result[k] = adjoint;
+  }
+  for (size_t j : gradInvariants)
+    result[carries + sequences + j] = backward->outputs()[at++];
+  for (size_t s : gradSequences)
+    result[carries + s] = backward->outputs()[at++];
+  return result;
+}
+
+} // namespace
+
+std::vector<Value *> loopGradients(Graph &graph, const Node &scan, const std::vector<Value *> &outputGrads,
+                                   const std::vector<bool> &wanted) {
+  return LoopGradientBuilder(graph, scan).build(outputGrads, wanted);
+}
+
+} // namespace tg::autodiff

@@ -34,6 +34,7 @@ INPUTS = {
     "mlp.tg": ["X=spiral_X.npy", "labels=spiral_y.npy"],
     "normalize.tg": ["X=points.npy"],
     "cnn.tg": ["x=fashion32_x.npy", "labels=fashion32_y.npy"],
+    "char_rnn.tg": ["seq=gpl64_windows.npy", "prompt=gpl_prompt.npy"],
 }
 TRAINING_STEPS, PRINT_EVERY = 20, 5
 

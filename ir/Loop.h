@@ -28,6 +28,9 @@ struct Loop {
   std::vector<bool> stacked; // per carry: whether the node gives the stack of its values, else its last
   bool reverse = false;      // steps from the sequences' last slice down to the first
   int64_t length = 0;        // the number of steps of a loop without sequences
+  /// A loop the lift moved to a device: the loop before its body was placed, which the loop-bodies pass
+  /// optimizes as a whole, placement included (its rewrites make host nodes: they run before the lift).
+  std::shared_ptr<const Loop> unplaced;
 
   size_t invariants() const { return body.graph.inputs().size() - carries - sequences; }
   size_t results() const { return body.graph.outputs().size() - carries; }

@@ -1,5 +1,6 @@
 #include "opt/CostModel.h"
 
+#include "ir/Loop.h"
 #include "ir/ScalarGraph.h"
 #include "ir/SourceLoc.h"
 
@@ -292,6 +293,16 @@ double CostModel::memoryBytes(const ir::Node &node) const {
 }
 
 double CostModel::nodeSeconds(const ir::Node &node, ir::Place place) const {
+  if (node.op().kind() == OpKind::Scan) { // its body's nodes, once per step
+    const ir::Loop &loop = *node.op().attrs().loop;
+    std::vector<ir::TensorType> inputs;
+    for (const ir::Value *input : node.inputs())
+      inputs.push_back(input->type());
+    double steps = elements({ir::DType::I64, {loop.steps(inputs)}, place}), body = 0;
+    for (const ir::Node *inner : loop.body.graph.toposort())
+      body += nodeSeconds(*inner, place);
+    return steps * body;
+  }
   const PlaceSpeeds &speeds = place == ir::Place::Device ? device : host;
   // An integer matmul, a comparison or a cast computes in its operands' dtype, not its result's.
   ir::DType dtype = node.inputs().empty() ? node.output()->type().dtype : node.input(0)->type().dtype;

@@ -114,7 +114,11 @@ private:
   Value *moveToDevice(Node *node, const ir::Op &op, std::span<Value *const> inputs, size_t &moves) {
     Node *moved = graph_.addNode(op, deviceInputs(inputs, [this](Value *v) { return toDevice(v); }),
                                  node->loc(), node->pin());
-    moved->output()->setName(node->output()->name()); // the `let` name follows the value to its new node
+    moved->output()->setName(node->output()->name());     // the `let` name follows the value to its new node
+    for (size_t k = 1; k < node->outputs().size(); ++k) { // a scan's other stacks
+      moved->outputs()[k]->setName(node->outputs()[k]->name());
+      mapping_[static_cast<size_t>(node->outputs()[k]->id())] = moved->outputs()[k];
+    }
     lifters_.created(node->op().kind());
     ++moves;
     return moved->output();
@@ -168,6 +172,7 @@ private:
     Value *value = mapped(old->output());
     Node *node = value->owner();
     if (!node || onDevice(value) || node->pin() == ir::Pin::Host || readByOutput(value, HostReader)) return;
+    if (node->outputs().size() > 1) return; // a scan of several stacks moves forward only
     Lifter lifter = lifterFor(node->op().kind());
     if (!lifter) return;
     std::vector<ir::Use> clients;

@@ -1,5 +1,5 @@
-// lift (--lift=global): moves the graph to the device in one pass, with one validation. See docs/architecture.md,
-// "The lift", and docs/optimizer.md.
+// lift (--lift=global): moves the graph to the device in one pass, with one validation. See
+// docs/architecture.md, "The lift", and docs/optimizer.md.
 //
 //   inputs (rank >= 1) ──> to_device
 //   forward, topological order:  a node with an input on the device and a lifter moves (unless @host)

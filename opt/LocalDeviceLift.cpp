@@ -175,6 +175,7 @@ private:
   /// device, or when it is pinned @device; its output becomes `to_host(moved)`.
   void moveIfWanted(Node *node, Lifter lifter) {
     if (node->pin() == ir::Pin::Host) return;
+    if (node->outputs().size() > 1) return; // a scan of several stacks stays (the global lift moves it)
     size_t fromToHost = 0;
     while (fromToHost < node->inputs().size() &&
            !RewriteContext::producer(node->input(fromToHost), OpKind::ToHost))

@@ -11,6 +11,7 @@
 #include "opt/Fusion.h"
 #include "opt/GlobalDeviceLift.h"
 #include "opt/LocalDeviceLift.h"
+#include "opt/LoopInvariants.h"
 #include "opt/Merge.h"
 #include "opt/Specialize.h"
 #include "opt/Stabilize.h"
@@ -28,20 +29,24 @@ void runMerge(ir::Graph &graph, RewriteContext &, PassProfile &profile, const Op
   mergeEquivalent(graph, profile);
 }
 
-/// Each scan's body optimized as a program of its own, by the whole pipeline (nested loops too): the scan is
-/// rebuilt around an optimized copy (a loop's body is shared by every copy of its op, so it is never changed
-/// in place).
+/// Each scan's body optimized as a program of its own, by the whole pipeline (nested loops too), after the
+/// placement passes have placed the scan: a scan on the device gets its body lifted there, its array inputs
+/// and outputs kept in device memory. The scan is rebuilt around an optimized copy (a loop's body is shared
+/// by every copy of its op, so it is never changed in place).
 void runLoopBodies(ir::Graph &graph, RewriteContext &, PassProfile &profile,
                    const OptimizerOptions &options) {
   OptimizerOptions bodyOptions = options;
   bodyOptions.printAfter.clear();
   bodyOptions.pricePlacement = false;
-  bodyOptions.device = false; // a body runs on the host for now: a scan is a host node
+  bodyOptions.placement = nullptr;
+  bodyOptions.lift = "global"; // a body on the device goes there whole: its inputs already are
   std::vector<std::pair<ir::Value *, ir::Value *>> replacements;
   for (ir::Node *node : graph.toposort()) {
     if (node->op().kind() != ir::OpKind::Scan) continue;
-    std::shared_ptr<ir::Loop> loop = ir::copyLoop(*node->op().attrs().loop);
+    const ir::Loop &placed = *node->op().attrs().loop;
+    std::shared_ptr<ir::Loop> loop = ir::copyLoop(placed.unplaced ? *placed.unplaced : placed);
     size_t before = loop->body.graph.liveNodeCount();
+    bodyOptions.device = bodyOptions.residentBody = node->op().place() == ir::Place::Device;
     optimize(loop->body, bodyOptions);
     profile.details["loop body nodes in"] += static_cast<double>(before);
     profile.details["loop body nodes out"] += static_cast<double>(loop->body.graph.liveNodeCount());
@@ -56,6 +61,10 @@ void runLoopBodies(ir::Graph &graph, RewriteContext &, PassProfile &profile,
     }
   }
   if (!replacements.empty()) graph.replaceAll(replacements);
+}
+
+void runLoopInvariants(ir::Graph &graph, RewriteContext &, PassProfile &profile, const OptimizerOptions &) {
+  hoistLoopInvariants(graph, profile);
 }
 
 void runConstantFold(ir::Graph &, RewriteContext &context, PassProfile &profile, const OptimizerOptions &) {
@@ -135,7 +144,6 @@ bool selected(const PassInfo &pass, const OptimizerOptions &options) {
 
 const std::vector<PassInfo> &passTable() {
   static const std::vector<PassInfo> table{
-      {"loop-bodies", -1, {"fast_run", "fast_compile", "loops"}, runLoopBodies},
       {"merge", 0, {"fast_run", "fast_compile", "merge"}, runMerge},
       {"constant-fold", 0.5, {"fast_run", "fast_compile"}, runConstantFold},
       {"canonicalize", 1, {"fast_run", "fast_compile", "rewrite"}, runCanonicalize},
@@ -143,6 +151,8 @@ const std::vector<PassInfo> &passTable() {
       {"specialize", 2, {"fast_run", "rewrite"}, runSpecialize},
       {"lift", 3, {"fast_run", "device"}, runLift},
       {"cut-transfers", 3.5, {"fast_run", "device"}, runCutTransfers},
+      {"loop-bodies", 3.75, {"fast_run", "fast_compile", "loops"}, runLoopBodies},
+      {"loop-invariants", 3.8, {"fast_run", "loops"}, runLoopInvariants},
       {"fusion", 4, {"fast_run", "fusion"}, runFusion},
   };
   return table;
@@ -176,6 +186,12 @@ OptimizerProfile optimize(ir::Program &program, const OptimizerOptions &options)
   for (size_t i = 0; i < program.updates.size(); ++i)
     if (!program.updates[i].value->type().isScalar())
       context.residentOutputs.push_back(program.outputs.size() + i);
+  if (options.residentBody) {
+    for (size_t i = 0; i < program.inputs.size(); ++i)
+      if (!program.inputs[i].value->type().isScalar()) context.residentInputs.push_back(i);
+    for (size_t i = 0; i < program.outputs.size(); ++i)
+      if (!program.outputs[i].value->type().isScalar()) context.residentOutputs.push_back(i);
+  }
   graph.removeDeadNodes(); // so that the live count is the reachable count from the first pass on
 #ifndef NDEBUG
   bool verify = true;

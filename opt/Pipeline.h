@@ -1,5 +1,6 @@
 // The optimizer database (Theano's optdb): one ordered table of named passes with positions and tags,
-// selected by include/exclude queries and run in order, each timed and profiled. docs/optimizer.md lists the passes.
+// selected by include/exclude queries and run in order, each timed and profiled. docs/optimizer.md lists the
+// passes.
 #pragma once
 
 #include "ir/Program.h"
@@ -19,7 +20,8 @@ struct OptimizerOptions {
   std::string stopAfter;            // run no pass after this one
   bool verifyEach = false;          // verify the graph after every pass (always done in debug builds)
   bool device = false;              // a device is in use: run the placement passes (tag device)
-  std::string lift = "global";      // the lift pass's strategy: global, local (the legacy baseline), cost
+  bool residentBody = false;   // a device loop's body: its array inputs and outputs stay in device memory
+  std::string lift = "global"; // the lift pass's strategy: global, local (the legacy baseline), cost
   CostModel costModel = CostModel::defaults(); // what --lift=cost minimizes, and what prices every placement
   bool pricePlacement = false;           // record the lift's estimate (PlacementEstimate) in its profile
   PlacementReasons *placement = nullptr; // filled with why each node runs where it does, when set

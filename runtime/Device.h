@@ -44,6 +44,11 @@ public:
   /// location (the executor adds the node's).
   virtual Tensor run(const ir::Node &node, const std::vector<Tensor> &arguments,
                      std::span<Tensor> extraOutputs = {}) = 0;
+  /// A new tensor of `dtype` and `shape` in device memory, its elements not set (a scan's stacks).
+  virtual Tensor allocate(ir::DType dtype, std::vector<int64_t> shape) = 0;
+  /// Copies the device tensor `source` (any strides) into `target`, a C-contiguous device tensor or view of
+  /// the same dtype and shape (a scan writing a step's carry into its stack), on the device.
+  virtual void copy(const Tensor &source, const Tensor &target) = 0;
   /// Waits until all queued work is done and reports a failure of it (nothing to wait for on sim).
   virtual void synchronize() {}
   /// What the device did besides kernels, for `tgc run -v` (e.g. nodes it ran on the host through staging);

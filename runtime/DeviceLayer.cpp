@@ -127,6 +127,8 @@ Tensor DeviceLayer::run(const ir::Node &node, const std::vector<Tensor> &argumen
     return index(node, inputs);
   case DeviceStep::Kind::Window:
     return window(node, inputs);
+  case DeviceStep::Kind::Loop:
+    break; // the executor runs a loop's body step by step (Executor::runLoop)
   }
   TG_ASSERT(false) << "no device step for " << op.name();
   return {};
@@ -180,6 +182,16 @@ Tensor DeviceLayer::contiguous(const Tensor &tensor) {
   copy.inputDtypes = {tensor.dtype()};
   copy.body.push_back({OpKind::Cast, tensor.dtype(), {0}, 0});
   return elementwise(copy, {tensor});
+}
+
+void DeviceLayer::copy(const Tensor &source, const Tensor &target) {
+  TG_ASSERT(target.isContiguous() && source.shape() == target.shape() && source.dtype() == target.dtype())
+      << "copy of " << shapeTuple(source.shape()) << " into " << shapeTuple(target.shape());
+  Tensor part = contiguous(source);
+  size_t bytes = byteSize(part);
+  if (bytes == 0) return;
+  if (trace_) trace_->line("d2d " + std::to_string(bytes));
+  copyOnDevice(addressOf(target), addressOf(part), bytes);
 }
 
 /// The launch's shape, strides and input pointers copied into device memory, with a zeroed error flag after

@@ -156,6 +156,8 @@ public:
              std::span<Tensor> extraOutputs = {}) final;
   void synchronize() final;
   std::string report() const final;
+  Tensor allocate(ir::DType dtype, std::vector<int64_t> shape) final;
+  void copy(const Tensor &source, const Tensor &target) final;
 
 protected:
   /// `name` begins the lines of report() ("sim", "cuda"); `memory` outlives the layer in the buffers it hands
@@ -182,7 +184,6 @@ protected:
   virtual std::string deviceReport() const { return {}; }
 
 private:
-  Tensor allocate(ir::DType dtype, std::vector<int64_t> shape);
   Tensor contiguous(const Tensor &tensor);
   Tensor elementwise(const ir::ScalarGraph &body, const std::vector<Tensor> &inputs,
                      std::vector<int64_t> shape = {}, std::span<Tensor> extraOutputs = {});

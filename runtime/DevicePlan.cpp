@@ -74,6 +74,8 @@ DeviceStep::Kind deviceStepKind(OpKind kind) {
     return Kind::Fill;
   case OpKind::Matmul:
     return Kind::Matmul;
+  case OpKind::Scan:
+    return Kind::Loop;
   case OpKind::Reshape:
     return Kind::Reshape;
   case OpKind::Concat:

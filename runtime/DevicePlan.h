@@ -43,6 +43,8 @@ struct DeviceStep {
     Window, // conv, conv_transpose, conv_filter_grad: im2col or col2im (codegen/Kernel.h's window
             // kernels) and a gemm per channel group; max_pool, max_pool_grad, max_pool_gather: their
             // window kernel
+    Loop,   // scan: its body's own steps, once per step of the loop (the executor's, Executor::runLoop),
+            // and a device-to-device copy of each stacked value into its place
   };
   Kind kind;
   /// Kernel, Reduction, Fill, Broadcast: a device fused op whose body is the kernel's program (the node's own

@@ -190,20 +190,28 @@ Tensor Executor::runLoop(const Step &step, std::vector<Tensor> &arguments, std::
   size_t outputs = node.outputs().size();
   std::vector<Tensor> stacks(outputs);
   auto place = [&](size_t k) -> bool { return k >= carries || loop.stacked[k]; };
+  bool onDevice = node.op().place() == ir::Place::Device;
   auto allocate = [&](size_t k, ir::DType dtype, const std::vector<int64_t> &shape) {
     std::vector<int64_t> stacked{steps};
     stacked.insert(stacked.end(), shape.begin(), shape.end());
-    stacks[k] = Tensor::empty(dtype, std::move(stacked));
+    stacks[k] =
+        onDevice ? device_->allocate(dtype, std::move(stacked)) : Tensor::empty(dtype, std::move(stacked));
+  };
+  auto store = [&](size_t k, int64_t t, const Tensor &value) {
+    if (onDevice)
+      device_->copy(value, slice(stacks[k], t));
+    else
+      slice(stacks[k], t).copyFrom(value);
   };
   for (int64_t i = 0; i < steps; ++i) {
     int64_t t = loop.reverse ? steps - 1 - i : i;
     for (size_t s = 0; s < sequences; ++s)
       bodyInputs[carries + s] = slice(arguments[carries + s], t);
-    std::vector<Tensor> results = step.loopBody->run(bodyInputs);
+    std::vector<Tensor> results = step.loopBody->run(bodyInputs, SIZE_MAX, /*synchronize=*/false);
     for (size_t k = 0; k < outputs; ++k) {
       if (!place(k)) continue;
       if (!stacks[k].defined()) allocate(k, results[k].dtype(), results[k].shape());
-      slice(stacks[k], t).copyFrom(results[k]);
+      store(k, t, results[k]);
     }
     for (size_t k = 0; k < carries; ++k)
       bodyInputs[k] = std::move(results[k]);
@@ -236,7 +244,7 @@ Tensor Executor::runLoop(const Step &step, std::vector<Tensor> &arguments, std::
   return std::move(stacks[0]);
 }
 
-std::vector<Tensor> Executor::run(const std::vector<Tensor> &inputs, size_t count) {
+std::vector<Tensor> Executor::run(const std::vector<Tensor> &inputs, size_t count, bool synchronize) {
   TG_ASSERT(inputs.size() == graph_.inputs().size())
       << inputs.size() << " tensors for " << graph_.inputs().size() << " graph inputs";
   const Plan &plan = this->plan(count);
@@ -286,7 +294,7 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor> &inputs, size_t coun
   std::vector<Tensor> outputs;
   for (uint32_t output : plan.outputs)
     outputs.push_back(slots_[output]);
-  device_->synchronize(); // a failure of queued device work is this run's
+  if (synchronize) device_->synchronize(); // a failure of queued device work is this run's
   buffers_.trim();
   return outputs;
 }

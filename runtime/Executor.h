@@ -48,8 +48,10 @@ public:
   /// Evaluates the graph's first `count` outputs (all of them by default), in order, from one tensor per
   /// graph input (in graph.inputs() order; check them with checkInputs first). Only the nodes those outputs
   /// depend on run. The inputs are never written. A UserError from a kernel is rethrown with the failing
-  /// node's location.
-  std::vector<Tensor> run(const std::vector<Tensor> &inputs, size_t count = SIZE_MAX);
+  /// node's location. Without `synchronize`, device work may still be queued when it returns (a loop's body,
+  /// run step after step: its loop's run waits once at the end).
+  std::vector<Tensor> run(const std::vector<Tensor> &inputs, size_t count = SIZE_MAX,
+                          bool synchronize = true);
 
   /// The transfers made by every run so far.
   const TransferStats &transfers() const { return transfers_; }

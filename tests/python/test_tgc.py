@@ -356,7 +356,7 @@ def test_bad_options_are_usage_errors():
     path = os.path.join(EXAMPLES, "logreg.tg")
     cases = [
         (dict(lift="fast"), "unknown lift strategy 'fast'; expected global, local or cost"),
-        (dict(stop_after="nope"), "unknown pass 'nope' for stop-after; passes: loop-bodies, merge, "),
+        (dict(stop_after="nope"), "unknown pass 'nope' for stop-after; passes: merge, "),
         (dict(opt_exclude=["fusion", 3]), "opt_exclude expects a pass name or a list of them"),
         (dict(gpu_arch="volta"), "unknown GPU architecture 'volta'; expected sm_XX"),
         (dict(no_cache="yes"), "no_cache expects True or False"),

@@ -62,9 +62,12 @@ std::vector<Value *> LoopGradientBuilder::stackedCarries() {
 }
 
 Value *LoopGradientBuilder::carriesBefore(Value *init, Value *stack) {
+  // [init, stack...] without its last row (or [stack..., init] without its first): T rows, none for T = 0.
   OpAttrs first;
   first.axes = {0};
   Value *initRow = apply(graph_, OpKind::ExpandDims, {init}, first);
+  Value *joined = loop_.reverse ? apply(graph_, OpKind::Concat, {stack, initRow}, first)
+                                : apply(graph_, OpKind::Concat, {initRow, stack}, first);
   SliceSpec range;
   range.hasStart = loop_.reverse;
   range.start = loop_.reverse ? 1 : 0;
@@ -72,11 +75,7 @@ Value *LoopGradientBuilder::carriesBefore(Value *init, Value *stack) {
   range.stop = loop_.reverse ? 0 : -1;
   OpAttrs sliced;
   sliced.slices = {range};
-  Value *shifted = apply(graph_, OpKind::Slice, {stack}, sliced);
-  OpAttrs axis;
-  axis.axes = {0};
-  return loop_.reverse ? apply(graph_, OpKind::Concat, {shifted, initRow}, axis)
-                       : apply(graph_, OpKind::Concat, {initRow, shifted}, axis);
+  return apply(graph_, OpKind::Slice, {joined}, sliced);
 }
 
 std::vector<Value *> LoopGradientBuilder::build(const std::vector<Value *> &outputGrads,

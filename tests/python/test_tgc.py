@@ -463,3 +463,26 @@ def test_calls_from_threads_give_each_its_own_answer():
     for thread in threads:
         thread.join()
     assert not errors and len(results) == 4
+
+
+@pytest.mark.parametrize("device", ["cpu", "sim"])
+def test_a_scan_trains_from_python(device):
+    # A tanh recurrence over a sequence whose length is known only when it runs, trained a few steps: the
+    # stacked states and the first loss are NumPy's, and the loss falls.
+    program = tgc.compile("input xs : f32[t, 3]\n"
+                          "param W : f32[3, 3] = eye(3) * 0.5\n"
+                          "def step(h, x) = tanh(x + h @ W)\n"
+                          "let hs = scan(step, zeros([3]), xs)\n"
+                          "let loss = mean((hs - 0.25) ** 2)\n"
+                          "update W = W - 0.5 * grad(loss, W)\n"
+                          "output hs, loss\n", device=device)
+    xs = np.linspace(-1, 1, 15, dtype=np.float32).reshape(5, 3)
+    h, want = np.zeros(3, np.float32), []
+    for x in xs:
+        h = np.tanh(x + h @ (np.eye(3, dtype=np.float32) * 0.5))
+        want.append(h)
+    first = program.step(xs=xs)
+    np.testing.assert_allclose(first["hs"], np.array(want), rtol=1e-6, atol=1e-6)
+    losses = [float(first["loss"])] + [float(program.step(xs=xs)["loss"]) for _ in range(5)]
+    assert all(b < a for a, b in zip(losses, losses[1:])), losses
+    assert program.step(xs=xs[:2])["hs"].shape == (2, 3)

@@ -198,8 +198,8 @@ TEST(CostPlacementTest, ThePipelineRunsTheCostLiftAndPricesEveryStrategy) {
     options.device = true;
     options.lift = strategy;
     options.pricePlacement = true;
-    options.exclude = {"loop-bodies", "merge",      "constant-fold", "canonicalize",
-                       "stabilize",   "specialize", "fusion"};
+    options.exclude = {"loops",     "merge",      "constant-fold", "canonicalize",
+                       "stabilize", "specialize", "fusion"};
     opt::OptimizerProfile profile = opt::optimize(random->program, options);
     ASSERT_EQ(profile.passes.size(), 2u);
     if (strategy != "local") EXPECT_EQ(profile.passes[0].validations, 1u) << strategy; // one, at the end

@@ -121,8 +121,8 @@ TEST(LiftPropertyTest, TheLiftPassRunsTheChosenStrategy) {
     opt::OptimizerOptions options;
     options.device = true;
     options.lift = strategy;
-    options.exclude = {"loop-bodies", "merge",      "constant-fold", "canonicalize",
-                       "stabilize",   "specialize", "fusion"};
+    options.exclude = {"loops",     "merge",      "constant-fold", "canonicalize",
+                       "stabilize", "specialize", "fusion"};
     opt::OptimizerProfile profile = opt::optimize(random->program, options);
     ASSERT_EQ(profile.passes.size(), 2u);
     const opt::PassProfile &lift = profile.passes[0];

@@ -281,42 +281,53 @@ std::string printJson(const Program &program,
   return out.str();
 }
 
-std::string printDot(const Program &program) {
+namespace {
+
+/// The DOT statements of `program`'s graph, every id prefixed by `prefix`; each scan's body follows as a
+/// cluster of its own, its outputs joined to the scan by dotted edges.
+void dotStatements(std::ostringstream &out, const Program &program, const std::string &prefix) {
   const Graph &graph = program.graph;
-  std::ostringstream out;
-  out << "digraph tgc {\n  rankdir=TB;\n  node [fontname=\"monospace\"];\n";
   std::map<const Value *, std::string> sources;
   for (const auto &input : program.inputs) {
-    sources[input.value] = "v" + std::to_string(input.value->id());
+    sources[input.value] = prefix + "v" + std::to_string(input.value->id());
     out << "  " << sources[input.value] << " [shape=ellipse, label=" << jsonQuote(input.name) << "];\n";
   }
   for (const auto &param : program.params) {
-    sources[param.value] = "v" + std::to_string(param.value->id());
+    sources[param.value] = prefix + "v" + std::to_string(param.value->id());
     out << "  " << sources[param.value] << " [shape=ellipse, style=bold, label=" << jsonQuote(param.name)
         << "];\n";
   }
+  auto nodeId = [&](const Node *node) { return prefix + "n" + std::to_string(node->id()); };
   for (const Node *node : graph.toposort()) {
-    std::string id = "n" + std::to_string(node->id());
+    std::string id = nodeId(node);
     out << "  " << id << " [shape=box, label=" << jsonQuote(node->op().str())
         << (place(*node) == "device" ? ", style=filled, fillcolor=lightblue" : "") << "];\n";
     for (const Value *input : node->inputs()) {
       std::string from;
       if (input->owner()) {
-        from = "n" + std::to_string(input->owner()->id());
+        from = nodeId(input->owner());
       } else if (sources.count(input)) {
         from = sources[input];
       } else {
-        from = "c" + std::to_string(input->id());
+        from = prefix + "c" + std::to_string(input->id());
         sources[input] = from;
         out << "  " << from << " [shape=note, label=" << jsonQuote(constantText(input->constant())) << "];\n";
       }
       out << "  " << from << " -> " << id << " [label=" << jsonQuote(input->type().str()) << "];\n";
     }
+    if (node->op().kind() == OpKind::Scan) {
+      std::string inner = id + "_";
+      out << "  subgraph cluster_" << id << " {\n  label=\"body of scan\";\n  style=dashed;\n";
+      dotStatements(out, node->op().attrs().loop->body, inner);
+      out << "  }\n";
+      for (size_t i = 0; i < node->op().attrs().loop->body.outputs.size(); ++i)
+        out << "  " << inner << "out" << i << " -> " << id << " [style=dotted];\n";
+    }
   }
   auto sink = [&](const Value *value, const std::string &label, size_t index) {
-    std::string id = "out" + std::to_string(index);
+    std::string id = prefix + "out" + std::to_string(index);
     out << "  " << id << " [shape=ellipse, style=dashed, label=" << jsonQuote(label) << "];\n";
-    std::string from = value->owner() ? "n" + std::to_string(value->owner()->id()) : sources[value];
+    std::string from = value->owner() ? nodeId(value->owner()) : sources[value];
     out << "  " << from << " -> " << id << ";\n";
   };
   size_t index = 0;
@@ -324,6 +335,14 @@ std::string printDot(const Program &program) {
     sink(output.value, output.name, index++);
   for (const auto &update : program.updates)
     sink(update.value, program.params[update.param].name + " (update)", index++);
+}
+
+} // namespace
+
+std::string printDot(const Program &program) {
+  std::ostringstream out;
+  out << "digraph tgc {\n  rankdir=TB;\n  node [fontname=\"monospace\"];\n";
+  dotStatements(out, program, "");
   out << "}\n";
   return out.str();
 }

@@ -1,25 +1,28 @@
-// A fake cuBLAS for the tests: gemm computed on the host, column-major as cuBLAS defines it. With the fake
-// driver, device memory is host memory, so a matmul that tgc's CUDA device sends to "cuBLAS" gives real
-// numbers, and the tests check the row-major to column-major argument mapping against NumPy.
+// A fake cuBLAS for the tests: gemm computed on the host by the host's BLAS, column-major as cuBLAS defines
+// it (the same BLAS the simulated device calls, so that both give the same numbers). With the fake driver,
+// device memory is host memory, so a matmul that tgc's CUDA device sends to "cuBLAS" gives real numbers, and
+// the tests check the row-major to column-major argument mapping against NumPy.
+#include <cblas.h>
 #include <cstdint>
 
 namespace {
 
-template <typename T>
-int gemm(int transA, int transB, int m, int n, int k, const T *alpha, const T *a, int lda, const T *b,
-         int ldb, const T *beta, T *c, int ldc) {
-  // C (m x n) = alpha op(A) op(B) + beta C, all column-major: element (i, j) of X with leading dimension ld
-  // is X[i + j * ld].
-  auto at = [](const T *x, int ld, bool transposed, int i, int j) {
-    return transposed ? x[j + i * ld] : x[i + j * ld];
-  };
-  for (int j = 0; j < n; ++j)
-    for (int i = 0; i < m; ++i) {
-      T sum = 0;
-      for (int p = 0; p < k; ++p)
-        sum += at(a, lda, transA != 0, i, p) * at(b, ldb, transB != 0, p, j);
-      c[i + j * ldc] = *alpha * sum + (*beta == 0 ? T(0) : *beta * c[i + j * ldc]);
-    }
+CBLAS_TRANSPOSE transposed(int trans) {
+  return trans != 0 ? CblasTrans : CblasNoTrans;
+}
+
+// C (m x n) = alpha op(A) op(B) + beta C, all column-major (C is not read where beta is 0, as in cuBLAS).
+int gemm(int transA, int transB, int m, int n, int k, const float *alpha, const float *a, int lda,
+         const float *b, int ldb, const float *beta, float *c, int ldc) {
+  cblas_sgemm(CblasColMajor, transposed(transA), transposed(transB), m, n, k, *alpha, a, lda, b, ldb, *beta,
+              c, ldc);
+  return 0;
+}
+
+int gemm(int transA, int transB, int m, int n, int k, const double *alpha, const double *a, int lda,
+         const double *b, int ldb, const double *beta, double *c, int ldc) {
+  cblas_dgemm(CblasColMajor, transposed(transA), transposed(transB), m, n, k, *alpha, a, lda, b, ldb, *beta,
+              c, ldc);
   return 0;
 }
 

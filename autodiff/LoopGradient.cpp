@@ -4,6 +4,9 @@
 #include "ir/Assert.h"
 #include "ir/Loop.h"
 
+#include <unordered_map>
+#include <unordered_set>
+
 namespace tg::autodiff {
 
 using namespace ir;
@@ -29,6 +32,9 @@ private:
   /// The carry each step read, stacked in the sequences' order: the initial carry and the carries after
   /// each step, shifted one step back (or forward, for a reverse loop).
   Value *carriesBefore(Value *init, Value *stack);
+  /// The scan again (Loop::extends), also stacking `saved`, values of its body, as per-step results; it takes
+  /// the scan's place for every reader.
+  Node *savingTwin(const std::vector<const Value *> &saved);
 
   Graph &graph_;
   const Node &scan_;
@@ -78,6 +84,42 @@ Value *LoopGradientBuilder::carriesBefore(Value *init, Value *stack) {
   return apply(graph_, OpKind::Slice, {joined}, sliced);
 }
 
+Node *LoopGradientBuilder::savingTwin(const std::vector<const Value *> &saved) {
+  auto twin = std::make_shared<Loop>();
+  twin->carries = loop_.carries;
+  twin->sequences = loop_.sequences;
+  twin->stacked = loop_.stacked;
+  twin->reverse = loop_.reverse;
+  twin->length = loop_.length;
+  twin->extends = scan_.op().attrs().loop;
+  Program &body = twin->body;
+  std::vector<Value *> inputs;
+  for (const Program::Input &input : loop_.body.inputs) {
+    inputs.push_back(body.graph.addInput(input.value->type(), input.name));
+    body.inputs.push_back({input.name, inputs.back(), input.loc});
+  }
+  std::unordered_map<const Value *, Value *> copies;
+  std::vector<Value *> outputs = inlineGraph(body.graph, loop_.body.graph, inputs, &copies);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    body.graph.addOutput(outputs[i]);
+    body.outputs.push_back({loop_.body.outputs[i].name, outputs[i]});
+  }
+  for (const Value *value : saved) {
+    body.graph.addOutput(copies.at(value));
+    body.outputs.push_back({"saved", copies.at(value)});
+  }
+  OpAttrs attrs = scan_.op().attrs();
+  attrs.loop = std::move(twin);
+  std::vector<Value *> operands(scan_.inputs().begin(), scan_.inputs().end());
+  Node *node =
+      graph_.addNode(Op(OpKind::Scan, std::move(attrs), scan_.op().place()), std::move(operands), loc_);
+  for (size_t k = 0; k < scan_.outputs().size(); ++k) {
+    node->outputs()[k]->setName(scan_.outputs()[k]->name());
+    graph_.substitute(scan_.outputs()[k], node->outputs()[k]);
+  }
+  return node;
+}
+
 std::vector<Value *> LoopGradientBuilder::build(const std::vector<Value *> &outputGrads,
                                                 const std::vector<bool> &wanted) {
   size_t carries = loop_.carries, sequences = loop_.sequences, invariants = loop_.invariants();
@@ -96,129 +138,187 @@ std::vector<Value *> LoopGradientBuilder::build(const std::vector<Value *> &outp
     if (differentiated(carries + sequences + j)) gradInvariants.push_back(j);
   std::vector<Value *> stacks = stackedCarries();
 
-  // The backward loop's operands: the adjoint carries' initial values, its sequences, its invariants.
+  // The forward body's values that depend on a carry or a slice (the others the backward body can compute
+  // once, before the loop).
+  std::unordered_set<const Value *> varying;
+  for (size_t i = 0; i < carries + sequences; ++i)
+    varying.insert(bodyInputs[i]);
+  for (const Node *node : loop_.body.graph.toposort())
+    for (const Value *input : node->inputs())
+      if (varying.count(input)) varying.insert(node->outputs().begin(), node->outputs().end());
+
+  // The backward loop, reading the stacks of `saved` (values of the forward body) instead of computing them
+  // again; `read` gets the forward body's varying values that its gradient reads and it computes again.
   std::vector<Value *> operands;
-  for (size_t k : floatCarries) // a carry's last value's gradient enters as its adjoint's initial value
-    operands.push_back(!loop_.stacked[k] && outputGrads[k] ? outputGrads[k]
-                                                           : zerosLike(graph_, scan_.input(k)));
-  for (size_t j : gradInvariants)
-    operands.push_back(zerosLike(graph_, scan_.input(carries + sequences + j)));
-  std::vector<size_t> stackGrads, resultGrads; // the outputs whose gradients are sequences
-  for (size_t k : floatCarries)
-    if (loop_.stacked[k] && outputGrads[k]) stackGrads.push_back(k);
-  for (size_t r = 0; r < loop_.results(); ++r)
-    if (outputGrads[carries + r]) resultGrads.push_back(r);
-  for (size_t k : stackGrads)
-    operands.push_back(outputGrads[k]);
-  for (size_t r : resultGrads)
-    operands.push_back(outputGrads[carries + r]);
-  for (size_t k = 0; k < carries; ++k)
-    operands.push_back(carriesBefore(scan_.input(k), stacks[k]));
-  for (size_t s = 0; s < sequences; ++s)
-    operands.push_back(scan_.input(carries + s));
-  for (size_t k : floatCarries)
-    operands.push_back(stacks[k]);
-  for (size_t j = 0; j < invariants; ++j)
-    operands.push_back(scan_.input(carries + sequences + j));
+  auto makeBackward = [&](const std::vector<const Value *> &saved, const std::vector<Value *> &savedStacks,
+                          std::vector<const Value *> &read) {
+    // Its operands: the adjoint carries' initial values, its sequences, its invariants.
+    operands.clear();
+    for (size_t k : floatCarries) // a carry's last value's gradient enters as its adjoint's initial value
+      operands.push_back(!loop_.stacked[k] && outputGrads[k] ? outputGrads[k]
+                                                             : zerosLike(graph_, scan_.input(k)));
+    for (size_t j : gradInvariants)
+      operands.push_back(zerosLike(graph_, scan_.input(carries + sequences + j)));
+    std::vector<size_t> stackGrads, resultGrads; // the outputs whose gradients are sequences
+    for (size_t k : floatCarries)
+      if (loop_.stacked[k] && outputGrads[k]) stackGrads.push_back(k);
+    for (size_t r = 0; r < loop_.results(); ++r)
+      if (outputGrads[carries + r]) resultGrads.push_back(r);
+    for (size_t k : stackGrads)
+      operands.push_back(outputGrads[k]);
+    for (size_t r : resultGrads)
+      operands.push_back(outputGrads[carries + r]);
+    for (size_t k = 0; k < carries; ++k)
+      operands.push_back(carriesBefore(scan_.input(k), stacks[k]));
+    for (size_t s = 0; s < sequences; ++s)
+      operands.push_back(scan_.input(carries + s));
+    for (size_t k : floatCarries)
+      operands.push_back(stacks[k]);
+    operands.insert(operands.end(), savedStacks.begin(), savedStacks.end());
+    for (size_t j = 0; j < invariants; ++j)
+      operands.push_back(scan_.input(carries + sequences + j));
 
-  // Its body: the forward step again, then its vector-Jacobian product.
-  auto back = std::make_shared<Loop>();
-  Graph &body = back->body.graph;
-  auto input = [&](Value *like, const std::string &name, bool slice) {
-    TensorType type = like->type();
-    if (slice) type.shape.erase(type.shape.begin());
-    Value *value = body.addInput(type, name);
-    back->body.inputs.push_back({name, value, loc_});
-    return value;
-  };
-  auto nameOf = [&](size_t i) { return loop_.body.inputs[i].name; };
-  std::vector<Value *> adjoints, sums, stackSlices, resultSlices, after, forwardInputs;
-  for (size_t k : floatCarries)
-    adjoints.push_back(input(scan_.input(k), "d" + nameOf(k), false));
-  for (size_t j : gradInvariants)
-    sums.push_back(input(scan_.input(carries + sequences + j), "d" + nameOf(carries + sequences + j), false));
-  for (size_t k : stackGrads)
-    stackSlices.push_back(input(outputGrads[k], "g" + nameOf(k), true));
-  for (size_t r : resultGrads)
-    resultSlices.push_back(input(outputGrads[carries + r], "g" + loop_.body.outputs[carries + r].name, true));
-  for (size_t k = 0; k < carries; ++k)
-    forwardInputs.push_back(input(stacks[k], nameOf(k), true));
-  for (size_t s = 0; s < sequences; ++s)
-    forwardInputs.push_back(input(scan_.input(carries + s), nameOf(carries + s), true));
-  for (size_t k : floatCarries) // the carry each step made, which the forward pass kept
-    after.push_back(input(stacks[k], nameOf(k) + "_after", true));
-  for (size_t j = 0; j < invariants; ++j)
-    forwardInputs.push_back(
-        input(scan_.input(carries + sequences + j), nameOf(carries + sequences + j), false));
-  std::vector<Value *> step = inlineGraph(body, loop_.body.graph, forwardInputs);
+    // Its body: the forward step again, then its vector-Jacobian product.
+    auto back = std::make_shared<Loop>();
+    Graph &body = back->body.graph;
+    auto input = [&](Value *like, const std::string &name, bool slice) {
+      TensorType type = like->type();
+      if (slice) type.shape.erase(type.shape.begin());
+      Value *value = body.addInput(type, name);
+      back->body.inputs.push_back({name, value, loc_});
+      return value;
+    };
+    auto nameOf = [&](size_t i) { return loop_.body.inputs[i].name; };
+    std::vector<Value *> adjoints, sums, stackSlices, resultSlices, after, savedSlices, forwardInputs;
+    for (size_t k : floatCarries)
+      adjoints.push_back(input(scan_.input(k), "d" + nameOf(k), false));
+    for (size_t j : gradInvariants)
+      sums.push_back(
+          input(scan_.input(carries + sequences + j), "d" + nameOf(carries + sequences + j), false));
+    for (size_t k : stackGrads)
+      stackSlices.push_back(input(outputGrads[k], "g" + nameOf(k), true));
+    for (size_t r : resultGrads)
+      resultSlices.push_back(
+          input(outputGrads[carries + r], "g" + loop_.body.outputs[carries + r].name, true));
+    for (size_t k = 0; k < carries; ++k)
+      forwardInputs.push_back(input(stacks[k], nameOf(k), true));
+    for (size_t s = 0; s < sequences; ++s)
+      forwardInputs.push_back(input(scan_.input(carries + s), nameOf(carries + s), true));
+    for (size_t k : floatCarries) // the carry each step made, which the forward pass kept
+      after.push_back(input(stacks[k], nameOf(k) + "_after", true));
+    for (Value *stack : savedStacks)
+      savedSlices.push_back(input(stack, "saved", true));
+    for (size_t j = 0; j < invariants; ++j)
+      forwardInputs.push_back(
+          input(scan_.input(carries + sequences + j), nameOf(carries + sequences + j), false));
+    std::unordered_map<const Value *, Value *> copies;
+    size_t forwardStart = body.nodeIdBound();
+    std::vector<Value *> step = inlineGraph(body, loop_.body.graph, forwardInputs, &copies);
+    size_t forwardEnd = body.nodeIdBound();
 
-  // cost = sum(adjoint * new carry) + sum(gradient * result): its gradient in the step's inputs is the
-  // vector-Jacobian product of the step (each term's factor does not depend on them).
-  Value *cost = nullptr;
-  auto addTerm = [&](Value *factor, Value *value) {
-    OpAttrs all;
-    for (size_t d = 0; d < value->type().rank(); ++d)
-      all.axes.push_back(static_cast<int64_t>(d));
-    Value *term = apply(body, OpKind::Sum, {apply(body, OpKind::Mul, {factor, value})}, all);
-    if (term->type().dtype != DType::F64) {
-      OpAttrs cast;
-      cast.dtype = DType::F64;
-      term = apply(body, OpKind::Cast, {term}, cast);
+    // cost = sum(adjoint * new carry) + sum(gradient * result): its gradient in the step's inputs is the
+    // vector-Jacobian product of the step (each term's factor does not depend on them).
+    Value *cost = nullptr;
+    auto addTerm = [&](Value *factor, Value *value) {
+      OpAttrs all;
+      for (size_t d = 0; d < value->type().rank(); ++d)
+        all.axes.push_back(static_cast<int64_t>(d));
+      Value *term = apply(body, OpKind::Sum, {apply(body, OpKind::Mul, {factor, value})}, all);
+      if (term->type().dtype != DType::F64) {
+        OpAttrs cast;
+        cast.dtype = DType::F64;
+        term = apply(body, OpKind::Cast, {term}, cast);
+      }
+      cost = cost ? apply(body, OpKind::Add, {cost, term}) : term;
+    };
+    for (size_t i = 0; i < floatCarries.size(); ++i) {
+      size_t k = floatCarries[i];
+      auto found = std::find(stackGrads.begin(), stackGrads.end(), k);
+      Value *adjoint = found == stackGrads.end()
+                           ? adjoints[i]
+                           : apply(body, OpKind::Add, {adjoints[i], stackSlices[found - stackGrads.begin()]});
+      addTerm(adjoint, step[k]);
     }
-    cost = cost ? apply(body, OpKind::Add, {cost, term}) : term;
+    for (size_t i = 0; i < resultGrads.size(); ++i)
+      if (isFloat(step[carries + resultGrads[i]]->type().dtype))
+        addTerm(resultSlices[i], step[carries + resultGrads[i]]);
+    if (!cost) cost = body.addConstant(TensorData::scalar(DType::F64, 0));
+
+    std::vector<Value *> wrt;
+    for (size_t k : floatCarries)
+      wrt.push_back(forwardInputs[k]);
+    for (size_t s : gradSequences)
+      wrt.push_back(forwardInputs[carries + s]);
+    for (size_t j : gradInvariants)
+      wrt.push_back(forwardInputs[carries + sequences + j]);
+    std::vector<Value *> grads = grad(body, cost, wrt, loc_);
+    // What the gradient reads of a new carry it reads from the forward pass's stack instead of recomputing it
+    // (a tanh's gradient reads its result: the step's own work then goes dead).
+    for (size_t i = 0; i < floatCarries.size(); ++i)
+      if (Value *made = step[floatCarries[i]]; made->owner()) body.substitute(made, after[i]);
+    for (size_t i = 0; i < saved.size(); ++i)
+      if (Value *made = copies.at(saved[i]); made->owner()) body.substitute(made, savedSlices[i]);
+    size_t at = 0;
+    auto output = [&](Value *value, const std::string &name) {
+      body.addOutput(value);
+      back->body.outputs.push_back({name, value});
+    };
+    for (size_t i = 0; i < floatCarries.size(); ++i)
+      output(grads[at++], adjoints[i]->name());
+    std::vector<Value *> sequenceGrads(grads.begin() + static_cast<std::ptrdiff_t>(at),
+                                       grads.begin() +
+                                           static_cast<std::ptrdiff_t>(at + gradSequences.size()));
+    at += gradSequences.size();
+    for (size_t i = 0; i < gradInvariants.size(); ++i)
+      output(apply(body, OpKind::Add, {sums[i], grads[at++]}), sums[i]->name());
+    for (size_t i = 0; i < gradSequences.size(); ++i)
+      output(sequenceGrads[i], "d" + nameOf(carries + gradSequences[i]));
+
+    back->carries = floatCarries.size() + gradInvariants.size();
+    back->stacked.assign(back->carries, false);
+    back->sequences = stackGrads.size() + resultGrads.size() + carries + sequences + floatCarries.size();
+    back->reverse = !loop_.reverse;
+    back->length = loop_.length;
+    back->sequences += saved.size();
+
+    // What the gradient's nodes read of the step computed again.
+    body.removeDeadNodes();
+    std::unordered_map<const Value *, const Value *> original;
+    for (const auto &[value, copy] : copies)
+      original[copy] = value;
+    for (const Node *node : body.toposort()) {
+      if (static_cast<size_t>(node->id()) < forwardEnd) continue;
+      for (const Value *value : node->inputs()) {
+        const Node *owner = value->owner();
+        if (!owner || static_cast<size_t>(owner->id()) < forwardStart ||
+            static_cast<size_t>(owner->id()) >= forwardEnd)
+          continue;
+        const Value *made = original.at(value);
+        if (varying.count(made) && std::find(read.begin(), read.end(), made) == read.end())
+          read.push_back(made);
+      }
+    }
+    return back;
   };
-  for (size_t i = 0; i < floatCarries.size(); ++i) {
-    size_t k = floatCarries[i];
-    auto found = std::find(stackGrads.begin(), stackGrads.end(), k);
-    Value *adjoint = found == stackGrads.end()
-                         ? adjoints[i]
-                         : apply(body, OpKind::Add, {adjoints[i], stackSlices[found - stackGrads.begin()]});
-    addTerm(adjoint, step[k]);
+  std::vector<const Value *> read;
+  std::shared_ptr<Loop> back = makeBackward({}, {}, read);
+  if (!read.empty() && std::find(loop_.stacked.begin(), loop_.stacked.end(), false) == loop_.stacked.end()) {
+    // The forward scan again, also stacking what the backward steps read, in place of the scan: the backward
+    // steps then compute only the gradient (for an LSTM, no gate computed twice).
+    Node *twin = savingTwin(read);
+    stacks.assign(twin->outputs().begin(), twin->outputs().begin() + static_cast<std::ptrdiff_t>(carries));
+    std::vector<Value *> savedStacks(
+        twin->outputs().begin() + static_cast<std::ptrdiff_t>(scan_.outputs().size()), twin->outputs().end());
+    std::vector<const Value *> again;
+    back = makeBackward(read, savedStacks, again);
   }
-  for (size_t i = 0; i < resultGrads.size(); ++i)
-    if (isFloat(step[carries + resultGrads[i]]->type().dtype))
-      addTerm(resultSlices[i], step[carries + resultGrads[i]]);
-  if (!cost) cost = body.addConstant(TensorData::scalar(DType::F64, 0));
-
-  std::vector<Value *> wrt;
-  for (size_t k : floatCarries)
-    wrt.push_back(forwardInputs[k]);
-  for (size_t s : gradSequences)
-    wrt.push_back(forwardInputs[carries + s]);
-  for (size_t j : gradInvariants)
-    wrt.push_back(forwardInputs[carries + sequences + j]);
-  std::vector<Value *> grads = grad(body, cost, wrt, loc_);
-  // What the gradient reads of a new carry it reads from the forward pass's stack instead of recomputing it
-  // (a tanh's gradient reads its result: the step's own work then goes dead).
-  for (size_t i = 0; i < floatCarries.size(); ++i)
-    if (Value *made = step[floatCarries[i]]; made->owner()) body.substitute(made, after[i]);
-  size_t at = 0;
-  auto output = [&](Value *value, const std::string &name) {
-    body.addOutput(value);
-    back->body.outputs.push_back({name, value});
-  };
-  for (size_t i = 0; i < floatCarries.size(); ++i)
-    output(grads[at++], adjoints[i]->name());
-  std::vector<Value *> sequenceGrads(grads.begin() + static_cast<std::ptrdiff_t>(at),
-                                     grads.begin() + static_cast<std::ptrdiff_t>(at + gradSequences.size()));
-  at += gradSequences.size();
-  for (size_t i = 0; i < gradInvariants.size(); ++i)
-    output(apply(body, OpKind::Add, {sums[i], grads[at++]}), sums[i]->name());
-  for (size_t i = 0; i < gradSequences.size(); ++i)
-    output(sequenceGrads[i], "d" + nameOf(carries + gradSequences[i]));
-
-  back->carries = floatCarries.size() + gradInvariants.size();
-  back->stacked.assign(back->carries, false);
-  back->sequences = stackGrads.size() + resultGrads.size() + carries + sequences + floatCarries.size();
-  back->reverse = !loop_.reverse;
-  back->length = loop_.length;
   OpAttrs attrs;
   attrs.loop = std::move(back);
   Node *backward =
       graph_.addNode(Op(OpKind::Scan, std::move(attrs), scan_.op().place()), std::move(operands), loc_);
 
   std::vector<Value *> result(scan_.inputs().size(), nullptr);
-  at = 0;
+  size_t at = 0;
   for (size_t k : floatCarries) {
     Value *adjoint = backward->outputs()[at++];
     if (wanted[k]) result[k] = adjoint;

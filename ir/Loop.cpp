@@ -74,10 +74,12 @@ std::vector<TensorType> Loop::outputTypes(const std::vector<TensorType> &inputs,
   return types;
 }
 
-std::vector<Value *> inlineGraph(Graph &into, const Graph &from, std::span<Value *const> inputs) {
+std::vector<Value *> inlineGraph(Graph &into, const Graph &from, std::span<Value *const> inputs,
+                                 std::unordered_map<const Value *, Value *> *recorded) {
   TG_ASSERT(inputs.size() == from.inputs().size())
       << inputs.size() << " values for a graph of " << from.inputs().size() << " inputs";
-  std::unordered_map<const Value *, Value *> copies;
+  std::unordered_map<const Value *, Value *> own;
+  std::unordered_map<const Value *, Value *> &copies = recorded ? *recorded : own;
   for (size_t i = 0; i < inputs.size(); ++i)
     copies[from.inputs()[i]] = inputs[i];
   auto copyOf = [&](const Value *value) {

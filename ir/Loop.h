@@ -16,6 +16,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace tg::ir {
@@ -31,6 +32,10 @@ struct Loop {
   /// A loop the lift moved to a device: the loop before its body was placed, which the loop-bodies pass
   /// optimizes as a whole, placement included (its rewrites make host nodes: they run before the lift).
   std::shared_ptr<const Loop> unplaced;
+  /// A loop a gradient rebuilt to also give what its backward pass reads: it computes everything `extends`
+  /// computes, the same outputs first, so that a scan of `extends` on the same inputs is the same as this one's
+  /// (merge joins them).
+  std::shared_ptr<const Loop> extends;
 
   size_t invariants() const { return body.graph.inputs().size() - carries - sequences; }
   size_t results() const { return body.graph.outputs().size() - carries; }
@@ -45,8 +50,10 @@ struct Loop {
 };
 
 /// Copies the nodes `from`'s outputs depend on into `into`, with `inputs` read in place of `from`'s inputs
-/// (one each, of the same types), and returns what become `from`'s outputs.
-std::vector<Value *> inlineGraph(Graph &into, const Graph &from, std::span<Value *const> inputs);
+/// (one each, of the same types), and returns what become `from`'s outputs; `copies`, when given, gets each
+/// value of `from` with its copy.
+std::vector<Value *> inlineGraph(Graph &into, const Graph &from, std::span<Value *const> inputs,
+                                 std::unordered_map<const Value *, Value *> *copies = nullptr);
 
 /// A copy of `loop` with the same attributes and a copy of its body.
 std::shared_ptr<Loop> copyLoop(const Loop &loop);

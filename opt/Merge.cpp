@@ -1,10 +1,12 @@
 #include "opt/Merge.h"
 
+#include "ir/Loop.h"
 #include "ir/NodeWalk.h"
 
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <unordered_map>
 
 namespace tg::opt {
 
@@ -129,9 +131,34 @@ private:
   std::vector<uint16_t> keptKind_; // by node id: the op kind of a kept node, else kNotKept
 };
 
+/// A scan whose gradient rebuilt it to also stack what the backward pass reads (Loop::extends) is read
+/// through that copy, which computes the same outputs first: a use of the original made after the gradient
+/// (`output hs` after `grad`) would otherwise run the loop twice.
+void mergeExtendedLoops(ir::Graph &graph, PassProfile &profile) {
+  std::unordered_map<const ir::Loop *, ir::Node *> extending;
+  for (ir::Node *node : graph.toposort())
+    if (node->op().kind() == ir::OpKind::Scan && node->op().attrs().loop->extends)
+      extending[node->op().attrs().loop->extends.get()] = node;
+  if (extending.empty()) return;
+  size_t merged = 0;
+  for (ir::Node *node : graph.toposort()) {
+    if (node->op().kind() != ir::OpKind::Scan) continue;
+    auto found = extending.find(node->op().attrs().loop.get());
+    if (found == extending.end()) continue;
+    ir::Node *copy = found->second;
+    if (copy->op().place() != node->op().place() || !std::ranges::equal(copy->inputs(), node->inputs()))
+      continue;
+    for (size_t k = 0; k < node->outputs().size(); ++k)
+      graph.substitute(node->outputs()[k], copy->outputs()[k]);
+    ++merged;
+  }
+  if (merged) profile.rewrites["merge a scan into its gradient's copy"] += merged;
+}
+
 } // namespace
 
 void mergeEquivalent(ir::Graph &graph, PassProfile &profile) {
+  mergeExtendedLoops(graph, profile);
   // Producers come first in topological order, so a node's inputs are already canonical when it is looked at.
   graph.removeDeadNodes(); // so that the order lists every live node
   std::vector<ir::Node *> order = graph.toposort();

@@ -4,6 +4,7 @@
 #include "ir/Assert.h"
 #include "ir/Loop.h"
 
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -32,6 +33,35 @@ private:
   /// The carry each step read, stacked in the sequences' order: the initial carry and the carries after
   /// each step, shifted one step back (or forward, for a reverse loop).
   Value *carriesBefore(Value *init, Value *stack);
+  /// A per-step gradient transpose(p) @ q (or its transpose), p and q matrices with a static number of
+  /// columns: its sum over the steps is P^T Q, one product of their stacks' rows, made after the loop (a
+  /// weight's gradient: one large product instead of one of the batch's rows per step).
+  struct OuterProduct {
+    Value *p, *q;
+    bool transposed;
+  };
+  static std::optional<OuterProduct> outerProduct(Value *term) {
+    auto made = [](const Value *value, OpKind kind) {
+      return value->owner() && value->owner()->op().kind() == kind;
+    };
+    bool transposed = made(term, OpKind::Transpose);
+    if (transposed) term = term->owner()->input(0);
+    if (!made(term, OpKind::Matmul)) return std::nullopt;
+    Value *left = term->owner()->input(0), *q = term->owner()->input(1);
+    if (!made(left, OpKind::Transpose) || left->type().rank() != 2 || q->type().rank() != 2)
+      return std::nullopt;
+    Value *p = left->owner()->input(0);
+    if (!p->type().shape[1].isStatic() || !q->type().shape[1].isStatic()) return std::nullopt;
+    return OuterProduct{p, q, transposed};
+  }
+  /// An invariant's gradient made after the loop: which one, its product, and where each factor's stack is
+  /// (an operand of the backward scan, or one of its outputs).
+  struct Pushed {
+    size_t invariant;
+    OuterProduct product;
+    std::vector<std::pair<bool, size_t>> stacks;
+  };
+
   /// The scan again (Loop::extends), also stacking `saved`, values of its body, as per-step results; it takes
   /// the scan's place for every reader.
   Node *savingTwin(const std::vector<const Value *> &saved);
@@ -150,6 +180,7 @@ std::vector<Value *> LoopGradientBuilder::build(const std::vector<Value *> &outp
   // The backward loop, reading the stacks of `saved` (values of the forward body) instead of computing them
   // again; `read` gets the forward body's varying values that its gradient reads and it computes again.
   std::vector<Value *> operands;
+  std::vector<Pushed> pushed;
   auto makeBackward = [&](const std::vector<const Value *> &saved, const std::vector<Value *> &savedStacks,
                           std::vector<const Value *> &read) {
     // Its operands: the adjoint carries' initial values, its sequences, its invariants.
@@ -269,10 +300,32 @@ std::vector<Value *> LoopGradientBuilder::build(const std::vector<Value *> &outp
                                        grads.begin() +
                                            static_cast<std::ptrdiff_t>(at + gradSequences.size()));
     at += gradSequences.size();
-    for (size_t i = 0; i < gradInvariants.size(); ++i)
-      output(apply(body, OpKind::Add, {sums[i], grads[at++]}), sums[i]->name());
+    pushed.clear();
+    for (size_t i = 0; i < gradInvariants.size(); ++i) {
+      Value *term = grads[at++];
+      if (std::optional<OuterProduct> product = outerProduct(term)) {
+        output(sums[i], sums[i]->name()); // the carry stays as it starts: the sum is made after the loop
+        pushed.push_back({i, *product, {}});
+        continue;
+      }
+      output(apply(body, OpKind::Add, {sums[i], term}), sums[i]->name());
+    }
     for (size_t i = 0; i < gradSequences.size(); ++i)
       output(sequenceGrads[i], "d" + nameOf(carries + gradSequences[i]));
+    // The factors of the pushed products: a slice's stack is an operand already, another value a per-step
+    // result of its own.
+    size_t firstSequence = floatCarries.size() + gradInvariants.size(), results = gradSequences.size();
+    for (Pushed &push : pushed)
+      for (Value *factor : {push.product.p, push.product.q}) {
+        auto found = std::find(body.inputs().begin(), body.inputs().end(), factor);
+        size_t index = static_cast<size_t>(found - body.inputs().begin());
+        if (found != body.inputs().end() && index >= firstSequence && index < operands.size() - invariants) {
+          push.stacks.push_back({true, index});
+          continue;
+        }
+        output(factor, "factor");
+        push.stacks.push_back({false, firstSequence + results++});
+      }
 
     back->carries = floatCarries.size() + gradInvariants.size();
     back->stacked.assign(back->carries, false);
@@ -325,6 +378,22 @@ std::vector<Value *> LoopGradientBuilder::build(const std::vector<Value *> &outp
   }
   for (size_t j : gradInvariants)
     result[carries + sequences + j] = backward->outputs()[at++];
+  for (const Pushed &push : pushed) { // the sum over the steps of p^T q: one product of the stacks
+    auto stack = [&](size_t which, Value *factor) {
+      auto [isOperand, index] = push.stacks[which];
+      Value *stacked = isOperand ? backward->input(index) : backward->outputs()[index];
+      OpAttrs rows;
+      rows.shape = {-1, factor->type().shape[1].size()};
+      return apply(graph_, OpKind::Reshape, {stacked}, rows);
+    };
+    OpAttrs swap;
+    swap.axes = {1, 0};
+    Value *total =
+        apply(graph_, OpKind::Matmul,
+              {apply(graph_, OpKind::Transpose, {stack(0, push.product.p)}, swap), stack(1, push.product.q)});
+    if (push.product.transposed) total = apply(graph_, OpKind::Transpose, {total}, swap);
+    result[carries + sequences + gradInvariants[push.invariant]] = total;
+  }
   for (size_t s : gradSequences)
     result[carries + s] = backward->outputs()[at++];
   return result;

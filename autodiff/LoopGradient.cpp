@@ -89,11 +89,7 @@ std::vector<Value *> LoopGradientBuilder::stackedCarries() {
   if (std::find(loop_.stacked.begin(), loop_.stacked.end(), false) == loop_.stacked.end()) return stacks;
   std::shared_ptr<Loop> all = copyLoop(loop_);
   all->stacked.assign(loop_.carries, true);
-  OpAttrs attrs = scan_.op().attrs();
-  attrs.loop = std::move(all);
-  std::vector<Value *> inputs(scan_.inputs().begin(), scan_.inputs().end());
-  Node *twin =
-      graph_.addNode(Op(OpKind::Scan, std::move(attrs), scan_.op().place()), std::move(inputs), loc_);
+  Node *twin = rebuildScan(graph_, scan_, std::move(all), {scan_.inputs().begin(), scan_.inputs().end()});
   return {twin->outputs().begin(), twin->outputs().begin() + static_cast<std::ptrdiff_t>(loop_.carries)};
 }
 
@@ -115,38 +111,16 @@ Value *LoopGradientBuilder::carriesBefore(Value *init, Value *stack) {
 }
 
 Node *LoopGradientBuilder::savingTwin(const std::vector<const Value *> &saved) {
-  auto twin = std::make_shared<Loop>();
-  twin->carries = loop_.carries;
-  twin->sequences = loop_.sequences;
-  twin->stacked = loop_.stacked;
-  twin->reverse = loop_.reverse;
-  twin->length = loop_.length;
-  twin->extends = scan_.op().attrs().loop;
-  Program &body = twin->body;
-  std::vector<Value *> inputs;
-  for (const Program::Input &input : loop_.body.inputs) {
-    inputs.push_back(body.graph.addInput(input.value->type(), input.name));
-    body.inputs.push_back({input.name, inputs.back(), input.loc});
-  }
   std::unordered_map<const Value *, Value *> copies;
-  std::vector<Value *> outputs = inlineGraph(body.graph, loop_.body.graph, inputs, &copies);
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    body.graph.addOutput(outputs[i]);
-    body.outputs.push_back({loop_.body.outputs[i].name, outputs[i]});
-  }
+  std::shared_ptr<Loop> twin = copyLoop(loop_, &copies);
+  twin->extends = scan_.op().attrs().loop;
   for (const Value *value : saved) {
-    body.graph.addOutput(copies.at(value));
-    body.outputs.push_back({"saved", copies.at(value)});
+    twin->body.graph.addOutput(copies.at(value));
+    twin->body.outputs.push_back({"saved", copies.at(value)});
   }
-  OpAttrs attrs = scan_.op().attrs();
-  attrs.loop = std::move(twin);
-  std::vector<Value *> operands(scan_.inputs().begin(), scan_.inputs().end());
-  Node *node =
-      graph_.addNode(Op(OpKind::Scan, std::move(attrs), scan_.op().place()), std::move(operands), loc_);
-  for (size_t k = 0; k < scan_.outputs().size(); ++k) {
-    node->outputs()[k]->setName(scan_.outputs()[k]->name());
+  Node *node = rebuildScan(graph_, scan_, std::move(twin), {scan_.inputs().begin(), scan_.inputs().end()});
+  for (size_t k = 0; k < scan_.outputs().size(); ++k)
     graph_.substitute(scan_.outputs()[k], node->outputs()[k]);
-  }
   return node;
 }
 

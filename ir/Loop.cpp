@@ -106,25 +106,41 @@ std::vector<Value *> inlineGraph(Graph &into, const Graph &from, std::span<Value
   return outputs;
 }
 
-std::shared_ptr<Loop> copyLoop(const Loop &loop) {
-  auto copy = std::make_shared<Loop>();
-  copy->carries = loop.carries;
-  copy->sequences = loop.sequences;
-  copy->stacked = loop.stacked;
-  copy->reverse = loop.reverse;
-  copy->length = loop.length;
+std::shared_ptr<Loop> loopShell(const Loop &loop) {
+  auto shell = std::make_shared<Loop>();
+  shell->carries = loop.carries;
+  shell->sequences = loop.sequences;
+  shell->stacked = loop.stacked;
+  shell->reverse = loop.reverse;
+  shell->length = loop.length;
+  return shell;
+}
+
+std::shared_ptr<Loop> copyLoop(const Loop &loop, std::unordered_map<const Value *, Value *> *copies) {
+  std::shared_ptr<Loop> copy = loopShell(loop);
   Program &body = copy->body;
   std::vector<Value *> inputs;
   for (const Program::Input &input : loop.body.inputs) {
     inputs.push_back(body.graph.addInput(input.value->type(), input.name));
     body.inputs.push_back({input.name, inputs.back(), input.loc});
   }
-  std::vector<Value *> outputs = inlineGraph(body.graph, loop.body.graph, inputs);
+  std::vector<Value *> outputs = inlineGraph(body.graph, loop.body.graph, inputs, copies);
   for (size_t i = 0; i < outputs.size(); ++i) {
     body.graph.addOutput(outputs[i]);
     body.outputs.push_back({loop.body.outputs[i].name, outputs[i]});
   }
   return copy;
+}
+
+Node *rebuildScan(Graph &graph, const Node &scan, std::shared_ptr<const Loop> loop,
+                  std::vector<Value *> inputs) {
+  OpAttrs attrs = scan.op().attrs();
+  attrs.loop = std::move(loop);
+  Node *rebuilt = graph.addNode(Op(OpKind::Scan, std::move(attrs), scan.op().place()), std::move(inputs),
+                                scan.loc(), scan.pin());
+  for (size_t k = 0; k < scan.outputs().size(); ++k)
+    rebuilt->outputs()[k]->setName(scan.outputs()[k]->name());
+  return rebuilt;
 }
 
 } // namespace tg::ir

@@ -33,8 +33,8 @@ struct Loop {
   /// optimizes as a whole, placement included (its rewrites make host nodes: they run before the lift).
   std::shared_ptr<const Loop> unplaced;
   /// A loop a gradient rebuilt to also give what its backward pass reads: it computes everything `extends`
-  /// computes, the same outputs first, so that a scan of `extends` on the same inputs is the same as this one's
-  /// (merge joins them).
+  /// computes, the same outputs first, so that a scan of `extends` on the same inputs is the same as this
+  /// one's (merge joins them).
   std::shared_ptr<const Loop> extends;
 
   size_t invariants() const { return body.graph.inputs().size() - carries - sequences; }
@@ -55,7 +55,17 @@ struct Loop {
 std::vector<Value *> inlineGraph(Graph &into, const Graph &from, std::span<Value *const> inputs,
                                  std::unordered_map<const Value *, Value *> *copies = nullptr);
 
-/// A copy of `loop` with the same attributes and a copy of its body.
-std::shared_ptr<Loop> copyLoop(const Loop &loop);
+/// A loop of `loop`'s carries, sequences, stacked flags, direction and length, with an empty body.
+std::shared_ptr<Loop> loopShell(const Loop &loop);
+
+/// A copy of `loop` with the same attributes and a copy of its body; `copies`, when given, gets each value of
+/// the body with its copy.
+std::shared_ptr<Loop> copyLoop(const Loop &loop,
+                               std::unordered_map<const Value *, Value *> *copies = nullptr);
+
+/// A scan of `loop` reading `inputs` in `graph`, like `scan` (its place, location and pin; each output named
+/// as `scan`'s of the same place): how a pass or a gradient rebuilds a scan around a changed loop.
+Node *rebuildScan(Graph &graph, const Node &scan, std::shared_ptr<const Loop> loop,
+                  std::vector<Value *> inputs);
 
 } // namespace tg::ir

@@ -52,12 +52,7 @@ std::shared_ptr<ir::Loop> hoist(ir::Graph &graph, const ir::Node &node, ir::Loop
     }
   body.removeDeadNodes();
   // The loop again, without the invariant inputs the body no longer reads.
-  auto kept = std::make_shared<ir::Loop>();
-  kept->carries = loop.carries;
-  kept->sequences = loop.sequences;
-  kept->stacked = loop.stacked;
-  kept->reverse = loop.reverse;
-  kept->length = loop.length;
+  std::shared_ptr<ir::Loop> kept = ir::loopShell(loop);
   std::vector<ir::Value *> inputs;
   for (size_t i = 0; i < body.inputs().size(); ++i) {
     ir::Value *input = body.inputs()[i];
@@ -88,18 +83,13 @@ void hoistLoopInvariants(ir::Graph &graph, PassProfile &profile) {
     std::vector<ir::Value *> invariants;
     std::shared_ptr<ir::Loop> kept = hoist(graph, *node, *loop, invariants, hoisted);
     if (!kept) continue;
-    ir::OpAttrs attrs = node->op().attrs();
-    attrs.loop = std::move(kept);
     size_t first = loop->carries + loop->sequences;
     std::vector<ir::Value *> inputs(node->inputs().begin(),
                                     node->inputs().begin() + static_cast<std::ptrdiff_t>(first));
     inputs.insert(inputs.end(), invariants.begin(), invariants.end());
-    ir::Node *rebuilt = graph.addNode(ir::Op(ir::OpKind::Scan, std::move(attrs), node->op().place()),
-                                      std::move(inputs), node->loc(), node->pin());
-    for (size_t k = 0; k < node->outputs().size(); ++k) {
-      rebuilt->outputs()[k]->setName(node->outputs()[k]->name());
+    ir::Node *rebuilt = ir::rebuildScan(graph, *node, std::move(kept), std::move(inputs));
+    for (size_t k = 0; k < node->outputs().size(); ++k)
       replacements.push_back({node->outputs()[k], rebuilt->outputs()[k]});
-    }
   }
   if (!replacements.empty()) graph.replaceAll(replacements);
   if (hoisted) profile.rewrites["hoist loop-invariant node"] += hoisted;

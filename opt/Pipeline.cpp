@@ -50,15 +50,10 @@ void runLoopBodies(ir::Graph &graph, RewriteContext &, PassProfile &profile,
     optimize(loop->body, bodyOptions);
     profile.details["loop body nodes in"] += static_cast<double>(before);
     profile.details["loop body nodes out"] += static_cast<double>(loop->body.graph.liveNodeCount());
-    ir::OpAttrs attrs = node->op().attrs();
-    attrs.loop = std::move(loop);
-    std::vector<ir::Value *> inputs(node->inputs().begin(), node->inputs().end());
-    ir::Node *optimized = graph.addNode(ir::Op(ir::OpKind::Scan, std::move(attrs), node->op().place()),
-                                        std::move(inputs), node->loc(), node->pin());
-    for (size_t k = 0; k < node->outputs().size(); ++k) {
-      optimized->outputs()[k]->setName(node->outputs()[k]->name());
+    ir::Node *optimized =
+        ir::rebuildScan(graph, *node, std::move(loop), {node->inputs().begin(), node->inputs().end()});
+    for (size_t k = 0; k < node->outputs().size(); ++k)
       replacements.push_back({node->outputs()[k], optimized->outputs()[k]});
-    }
   }
   if (!replacements.empty()) graph.replaceAll(replacements);
 }

@@ -95,7 +95,7 @@ const Executor::Plan &Executor::plan(size_t count) {
   auto plan = std::make_unique<Plan>();
   for (const ir::Node *node : graph_.toposort())
     if (needed.count(node)) {
-      Step step{node, {}, {}, {}, slotOf_.at(node->output()), {}, nullptr};
+      Step step{node, {}, {}, {}, slotOf_.at(node->output()), {}, nullptr, nullptr};
       for (const ir::Value *extra : node->outputs().subspan(1))
         step.extraResults.push_back(slotOf_.at(extra));
       if (node->op().kind() == ir::OpKind::Fused && node->op().place() == ir::Place::Host)

@@ -265,10 +265,11 @@ TEST_F(GradientTest, UnaryOps) {
 #include "ir/Ops.def"
   };
   for (OpKind kind : kinds)
-    if (tg::ir::isUnaryElementwise(kind) && tg::ir::takes(kind, DType::F64) && kind != OpKind::Cast)
+    if (tg::ir::isUnaryElementwise(kind) && tg::ir::takes(kind, DType::F64) && kind != OpKind::Cast) {
       EXPECT_TRUE(
           std::any_of(std::begin(cases), std::end(cases), [&](const Case &c) { return c.kind == kind; }))
           << opName(kind) << " has no gradient case";
+    }
 }
 
 TEST_F(GradientTest, BinaryOpsWithBroadcasting) {

@@ -252,10 +252,12 @@ Options parseOptions(int argc, char **argv) {
     } else if (arg == "--stop-after" || arg == "--print-after" || arg == "--opt-include" ||
                arg == "--opt-exclude") {
       std::string pass = value();
-      if (!opt::isPassOrTag(pass))
-        throw UsageError{"unknown pass '" + pass + "' for " + arg +
-                         "; passes: merge, constant-fold, canonicalize, stabilize, specialize, lift, "
-                         "cut-transfers, fusion"};
+      if (!opt::isPassOrTag(pass)) {
+        std::string names;
+        for (const opt::PassInfo &info : opt::passTable())
+          names += std::string(names.empty() ? "" : ", ") + info.name;
+        throw UsageError{"unknown pass '" + pass + "' for " + arg + "; passes: " + names};
+      }
       if (arg == "--stop-after")
         options.optimizer.stopAfter = pass;
       else if (arg == "--print-after")
@@ -283,8 +285,11 @@ Options parseOptions(int argc, char **argv) {
       throw UsageError{"unexpected argument '" + arg + "'; give one script"};
     }
   }
-  if (options.command != "run" && options.command != "compile" && options.command != "repl")
-    throw UsageError{"unknown command '" + options.command + "'"};
+  if (options.command != "run" && options.command != "compile" && options.command != "repl") {
+    bool script = options.command.size() > 3 && options.command.ends_with(".tg");
+    throw UsageError{"unknown command '" + options.command + "'" +
+                     (script ? "; to run a script: tgc run " + options.command : "")};
+  }
   if (options.batch == 0 && (options.epochs > 0 || options.shuffle))
     throw UsageError{std::string(options.epochs > 0 ? "--epochs" : "--shuffle") +
                      " needs --batch B: it orders the batches of B rows"};
@@ -465,6 +470,14 @@ int main(int argc, char **argv) {
     if (first == "--help" || first == "-h" || first == "--version") {
       if (argc > 2) throw UsageError{"'" + first + "' takes no arguments, got '" + argv[2] + "'"};
       std::cout << (first == "--version" ? std::string("tgc ") + kVersion + "\n" : kUsage);
+      return 0;
+    }
+    // Help asked for any way a user might: `tgc help`, `tgc help run`, `tgc run --help`, `tgc compile -h`.
+    bool help = first == "help";
+    for (int i = 2; i < argc && !help; ++i)
+      help = std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h";
+    if (help) {
+      std::cout << kUsage;
       return 0;
     }
     // No arguments on a terminal: the REPL.

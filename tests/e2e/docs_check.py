@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Every code block in docs/*.md runs, and prints what the docs say it prints.
 
-Blocks are fenced with a language:
-  tg        a script. With a first line `# run: ARGS` it must pass `tgc run SCRIPT ARGS`; with `# error` it must
+Blocks are fenced with a language, and may follow directives in HTML comments, which a rendered page hides
+(`<!-- run: ARGS -->` on the line before the fence):
+  tg        a script. After `<!-- run: ARGS -->` it must pass `tgc run SCRIPT ARGS`; after `<!-- error -->` it must
             fail with exit code 1 and a located message; otherwise it must compile (`tgc compile --emit=opt`).
+            After `<!-- file: PATH -->` it must also be the text of that file of the repository.
   console   `$ COMMAND` lines run in the repository root with bash (tgc, and the python3 running this check, first
             on the PATH), each followed by the output it must print (standard output and error together).
   repl      `tg> ` and `... ` lines are typed into `tgc repl --device=cpu`; the other lines are its output. The
@@ -13,8 +15,8 @@ Blocks are fenced with a language:
             are what it prints. The pycon blocks of one page are one session, as the REPL's are. Skipped, and
             said so, when the module was not built.
   text      not code (synopses): not run.
-Expected output is matched line by line: `...` stands for any number of lines, `{{NAME}}` for any text within a
-line, and numbers compare as numbers (numcheck.py): integers exactly, floats within rtol 1e-5 and atol 1e-6,
+Expected output is matched line by line: a line `...` stands for any number of lines, `...` within a line for
+any text there (times, a library's version), and numbers compare as numbers (numcheck.py): integers exactly, floats within rtol 1e-5 and atol 1e-6,
 a float32's last printed digit, unless the fence states other tolerances (```console rtol=1e-4``` for a
 training run, whose thousands of steps carry the CPU's rounding further). Floats are never compared as text:
 their last digits differ between CPUs. Commands that need libdevice (`--emit=ptx`, `:ptx`) are skipped, and
@@ -39,11 +41,19 @@ LIBDEVICE = os.environ.get("TGC_LIBDEVICE", "/usr/local/cuda/nvvm/libdevice/libd
 DEFAULT_TOLERANCE = {"rtol": 1e-5, "atol": 1e-6}
 
 
+DIRECTIVE = re.compile(r"^<!-- (run|error|file)(?::\s*(.*?))? -->$")
+
+
 def blocks(path):
-    """(language, tolerance, first line number, lines) of each fenced block; the fence may state tolerances
-    after the language (```console rtol=1e-4 atol=1e-6```)."""
-    found, language, start, lines = [], None, 0, []
+    """(language, tolerance, directives, first line number, lines) of each fenced block; the fence may state
+    tolerances after the language (```console rtol=1e-4 atol=1e-6```), and the lines just before it directives
+    (`<!-- run: ARGS -->`), kept as a dict."""
+    found, language, start, lines, directives = [], None, 0, [], {}
     for number, line in enumerate(open(path).read().splitlines(), 1):
+        directive = DIRECTIVE.match(line) if language is None else None
+        if directive:
+            directives[directive.group(1)] = directive.group(2) or ""
+            continue
         if line.startswith("```"):
             if language is None:
                 words = line[3:].split()
@@ -55,16 +65,21 @@ def blocks(path):
                         raise SystemExit("%s:%d: unknown fence option %r" % (path, number, word))
                     tolerance[key] = float(value)
             else:
-                found.append((language, tolerance, start, lines))
+                found.append((language, tolerance, block_directives, start, lines))
                 language = None
+            block_directives, directives = directives, {}
         elif language is not None:
             lines.append(line)
+        else:
+            directives = {}
     return found
 
 
 def matches(expected, actual, tolerance):
-    """Whether `actual` lines fit `expected` ('...' for any lines, {{NAME}} for any text, numbers within the
-    tolerance)."""
+    """Whether `actual` lines fit `expected` ('...' for any lines, '...' within a line for any text, numbers
+    within the tolerance)."""
+    expected = [line if line.strip() == "..." else line.replace("...", "{{}}") for line in expected]
+
     def fit(e, a):
         if e == len(expected):
             return a == len(actual) or (a < len(actual) and all(not line.strip() for line in actual[a:]))
@@ -80,15 +95,19 @@ def needs_libdevice(text):
     return ("--emit=ptx" in text or ":ptx" in text) and not os.path.exists(LIBDEVICE)
 
 
-def run_tg(tgc, lines, folder):
+def run_tg(tgc, lines, directives, folder):
+    text = "\n".join(lines) + "\n"
+    if "file" in directives:
+        path = os.path.join(ROOT, directives["file"])
+        if not os.path.isfile(path) or open(path).read() != text:
+            return "the block is not the text of %s" % directives["file"]
     script = os.path.join(folder, "block.tg")
     with open(script, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    first = lines[0].strip() if lines else ""
-    if first.startswith("# run:"):
-        command = [tgc, "run", script] + first[len("# run:"):].split()
+        f.write(text)
+    if "run" in directives:
+        command = [tgc, "run", script] + directives["run"].split()
         want = 0
-    elif first == "# error":
+    elif "error" in directives:
         command, want = [tgc, "run", script], 1
     else:
         command, want = [tgc, "compile", script, "--emit=opt"], 0
@@ -189,11 +208,11 @@ def main():
             continue
         path = os.path.join(args.docs, name)
         session, python_session = ([], []), ([], [])
-        for language, tolerance, line, lines in blocks(path):
+        for language, tolerance, directives, line, lines in blocks(path):
             where = "%s:%d (%s)" % (os.path.relpath(path, ROOT), line, language or "no language")
             with tempfile.TemporaryDirectory() as folder:
                 if language == "tg":
-                    problem = run_tg(tgc, lines, folder)
+                    problem = run_tg(tgc, lines, directives, folder)
                 elif language == "console":
                     problem = run_console(tgc, lines, tolerance)
                 elif language == "repl":

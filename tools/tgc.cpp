@@ -52,7 +52,8 @@ run options:
   --in NAME=FILE.npy    value of input NAME (every input needs one)
   --out NAME=FILE.npy   save output or param NAME to a .npy file instead of printing it
   --steps N             run N steps, applying the updates after each (default 1)
-  --print-every K       also print the outputs after every K-th step, as "step N: name = value"
+  --print-every K       also print the outputs after every K-th step, as "step N: name = value" (a param's
+                        value as the step read it, before its update)
   --batch B             cut the inputs that lead with the same symbolic dimension into batches of B rows
                         (the last one partial) and run one step per batch; the other inputs go whole to
                         every step; a line per epoch (the mean of the scalar outputs over its steps)
@@ -341,6 +342,46 @@ int compile(const Options &options) {
   return 0;
 }
 
+/// Whether `--in NAME=TEXT` gives a number or a truth value rather than a file: TEXT is not a file, and reads
+/// as one (0.5, -3, 1e-3, true, false).
+bool looksLikeScalar(const std::string &text) {
+  if (text == "true" || text == "false") return true;
+  if (std::ifstream(text).good()) return false;
+  char *end = nullptr;
+  std::strtod(text.c_str(), &end);
+  return !text.empty() && end == text.c_str() + text.size();
+}
+
+/// The 0-d value of input `input` that `--in NAME=TEXT` gives, of the input's dtype: a weak scalar, as a
+/// Python number is to NumPy 2 (an integer fits a float input; a fraction does not fit an integer input).
+ir::TensorData commandLineScalar(const api::Port &input, const std::string &text) {
+  std::string given = "--in " + input.name + "=" + text;
+  if (!input.type.shape.empty())
+    throw ir::UserError(given + ": input '" + input.name + "' is " + input.type.str() +
+                            "; a number on the command line gives only a scalar input (pass an array as a "
+                            ".npy file)",
+                        input.loc);
+  ir::DType dtype = input.type.dtype;
+  bool truth = text == "true" || text == "false";
+  if ((dtype == ir::DType::Bool) != truth)
+    throw ir::UserError(given + ": input '" + input.name + "' is " + ir::dtypeName(dtype) +
+                            (truth ? "; give a number" : "; give true or false"),
+                        input.loc);
+  if (truth) return ir::TensorData::scalar(dtype, text == "true");
+  if (ir::isFloat(dtype)) return ir::TensorData::scalar(dtype, std::strtod(text.c_str(), nullptr));
+  int64_t value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  bool fits = error == std::errc() && end == text.data() + text.size() &&
+              (dtype != ir::DType::I32 || (value >= INT32_MIN && value <= INT32_MAX));
+  if (!fits)
+    throw ir::UserError(given + ": input '" + input.name + "' is " + ir::dtypeName(dtype) + "; '" + text +
+                            "' is not an integer it can hold",
+                        input.loc);
+  ir::TensorData data(dtype, {});
+  ir::visitDType(dtype, [&](auto zero) { *data.data<decltype(zero)>() = static_cast<decltype(zero)>(value); });
+  return data;
+}
+
 /// Whether `ports` has one named `name`.
 bool hasPort(const std::vector<api::Port> &ports, const std::string &name) {
   for (const api::Port &port : ports)
@@ -359,11 +400,24 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
   api::Program::Values inputs;
   api::Options library = libraryOptions(options);
   library.device = device.device;
+  std::map<std::string, std::string> numbers; // --in NAME=NUMBER: typed once the input's dtype is known
   for (const auto &[name, path] : options.inputs) {
+    if (looksLikeScalar(path)) {
+      numbers[name] = path;
+      library.inputShapes[name] = {};
+      continue;
+    }
     inputs[name] = runtime::Tensor::fromData(io::loadNpy(path));
     library.inputShapes[name] = inputs[name].shape(); // the cost model prices the run's own sizes
   }
   api::Program program = api::Program::compile(source, library);
+  for (const api::Port &input : program.inputs()) {
+    if (auto number = numbers.find(input.name); number != numbers.end())
+      inputs[input.name] = runtime::Tensor::fromData(commandLineScalar(input, number->second));
+    else if (auto given = inputs.find(input.name);
+             given != inputs.end() && input.type.shape.empty() && given->second.numElements() == 1)
+      given->second = given->second.reshaped({}); // a one-element array (shape (1,)) for a scalar input
+  }
   for (const auto &[name, path] : options.outputs)
     if (!hasPort(program.outputs(), name) && !hasPort(program.params(), name))
       throw ir::UserError("--out " + name + ": the script has no output or param named '" + name + "'");
@@ -371,15 +425,24 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
     if (!inputs.count(input.name))
       throw ir::UserError("missing input '" + input.name + "': pass it with --in " + input.name + "=FILE.npy",
                           input.loc);
+  if (program.outputs().empty() && options.outputs.empty())
+    std::cerr << source.name
+              << ": note: the script has no 'output', so a run prints nothing; name what to print with "
+                 "'output NAME' (or save a param with --out NAME=FILE.npy)\n";
   std::vector<runtime::Tensor> results;
   long step = 0;
   auto runStep = [&](const api::Program::Values &values) {
     results = program.step(values);
     ++step;
     if (options.printEvery > 0 && step % options.printEvery == 0)
-      for (size_t i = 0; i < program.outputs().size(); ++i)
-        tools::printNamed(std::cout, "step " + std::to_string(step) + ": " + program.outputs()[i].name,
+      for (size_t i = 0; i < program.outputs().size(); ++i) {
+        // An output that is a param shows the value the step read: its update comes after.
+        const std::string &name = program.outputs()[i].name;
+        tools::printNamed(std::cout,
+                          "step " + std::to_string(step) + ": " + name +
+                              (hasPort(program.params(), name) ? " (before the step's update)" : ""),
                           results[i]);
+      }
   };
   if (options.batch == 0) {
     for (long s = 0; s < options.steps; ++s)

@@ -695,7 +695,8 @@ std::vector<Node *> nodesBefore(Value *cost) {
 
 } // namespace
 
-std::vector<Value *> grad(Graph &graph, Value *cost, const std::vector<Value *> &wrt, const SourceLoc &loc) {
+std::vector<Value *> grad(Graph &graph, Value *cost, const std::vector<Value *> &wrt, const SourceLoc &loc,
+                          Disconnected disconnected) {
   const TensorType &costType = cost->type();
   if (!costType.isScalar())
     throw UserError("grad: the cost must be a scalar, but it is " + costType.str(), loc);
@@ -712,6 +713,19 @@ std::vector<Value *> grad(Graph &graph, Value *cost, const std::vector<Value *> 
 
   // Forward: the float values that depend on some wrt through float values (every active value is a float).
   std::vector<Node *> order = nodesBefore(cost);
+  if (disconnected == Disconnected::Raise) {
+    std::unordered_set<const Value *> reached{cost};
+    for (const Node *node : order)
+      reached.insert(node->inputs().begin(), node->inputs().end());
+    for (size_t i = 0; i < wrt.size(); ++i) {
+      if (reached.count(wrt[i])) continue;
+      std::string what = wrt[i]->name().empty() ? "argument " + std::to_string(i + 2) : "'" + wrt[i]->name() + "'";
+      throw UserError("grad: the cost does not depend on " + what +
+                          ", so its gradient would be zeros (a typo?); pass disconnected=\"zero\" if zeros are "
+                          "what you want",
+                      loc);
+    }
+  }
   std::unordered_set<const Value *> active(wrt.begin(), wrt.end());
   for (const Node *node : order)
     for (const Value *input : node->inputs())

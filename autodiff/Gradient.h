@@ -21,6 +21,11 @@ using ir::Graph;
 using ir::SourceLoc;
 using ir::Value;
 
+/// What grad does for a w the cost does not depend on at all (no path in the graph): Theano's
+/// disconnected_inputs, 'raise' (a UserError naming it: usually a typo that would stop training silently) or
+/// 'ignore' (zeros).
+enum class Disconnected { Raise, Zero };
+
 /// Adds to `graph` the nodes that compute d(cost)/d(w) for each w in `wrt`, and returns those values in
 /// order.
 ///
@@ -31,9 +36,9 @@ using ir::Value;
 /// - result[i] has wrt[i]'s dtype and rank, and its shape at run time; a symbolic dimension may print under
 ///   another name (reshape and concat derive new ones). The graph's inputs and outputs are unchanged; the new
 ///   nodes carry the location of the forward node they differentiate, so later errors point at user code.
-/// - A w the cost does not depend on (or reaches only through integer values, floor/ceil/round/sign or
-///   zeros_like/ones_like) gets zeros: a `zeros` node when its shape is static, else `zeros_like(w)`
-///   (Theano's disconnected_inputs='ignore').
+/// - A w the cost does not depend on at all is a UserError at `loc` unless `disconnected` is Zero; a w it
+///   reaches only through integer values, floor/ceil/round/sign or zeros_like/ones_like (or, with Zero, not
+///   at all) gets zeros: a `zeros` node when its shape is static, else `zeros_like(w)`.
 /// - Building the gradient twice gives identical graphs (the walk never iterates a hash table).
 ///
 /// Rules worth knowing (Theano's unless said otherwise):
@@ -54,6 +59,7 @@ using ir::Value;
 /// - concat: the gradient is sliced; at most one input may have a symbolic size along the axis.
 /// - cumsum: the reversed cumsum of the reversed gradient.
 /// - sort: a UserError at the sort (its gradient would need a gather op).
-std::vector<Value *> grad(Graph &graph, Value *cost, const std::vector<Value *> &wrt, const SourceLoc &loc);
+std::vector<Value *> grad(Graph &graph, Value *cost, const std::vector<Value *> &wrt, const SourceLoc &loc,
+                          Disconnected disconnected = Disconnected::Raise);
 
 } // namespace tg::autodiff

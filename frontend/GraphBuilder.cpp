@@ -311,7 +311,17 @@ std::vector<TypedValue> GraphBuilder::evaluateValues(const Expr &expr, const Sco
 }
 
 std::vector<TypedValue> GraphBuilder::gradients(const CallExpr &call, const Scope &scope) {
-  if (!call.keywords.empty()) fail(call.keywords[0].loc, "grad() takes no keyword arguments");
+  autodiff::Disconnected disconnected = autodiff::Disconnected::Raise;
+  for (const KeywordArg &keyword : call.keywords) {
+    if (keyword.name != "disconnected")
+      fail(keyword.loc, "grad() has no argument '" + keyword.name + "'; it takes disconnected=\"raise\" or "
+                                                                    "disconnected=\"zero\"");
+    const auto *value = keyword.value->as<StringExpr>();
+    if (!value || (value->value != "raise" && value->value != "zero"))
+      fail(keyword.value->loc, "grad(): disconnected= is \"raise\" (the default: an error when the cost does "
+                               "not depend on a value) or \"zero\" (its gradient is zeros)");
+    disconnected = value->value == "zero" ? autodiff::Disconnected::Zero : autodiff::Disconnected::Raise;
+  }
   if (call.args.size() < 2)
     fail(call.loc, "grad() needs a cost and at least one value to differentiate with respect to, e.g. "
                    "grad(loss, w, b)");
@@ -324,7 +334,7 @@ std::vector<TypedValue> GraphBuilder::gradients(const CallExpr &call, const Scop
     wrt.push_back(value.value);
   }
   std::vector<TypedValue> results;
-  for (ir::Value *gradient : autodiff::grad(*graph_, cost, wrt, call.loc))
+  for (ir::Value *gradient : autodiff::grad(*graph_, cost, wrt, call.loc, disconnected))
     results.push_back({gradient, false});
   return results;
 }

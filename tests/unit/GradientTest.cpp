@@ -17,6 +17,7 @@ namespace tg::ir {
 namespace {
 
 using autodiff::grad;
+using autodiff::Disconnected;
 using runtime::Tensor;
 
 /// splitmix64: the same numbers on every platform.
@@ -635,14 +636,22 @@ TEST_F(GradientTest, LeastSquaresGradient) {
 // ---- Which values get what
 // -----------------------------------------------------------------------------------
 
-TEST_F(GradientTest, DisconnectedWrtGetsZeros) {
+TEST_F(GradientTest, DisconnectedWrtIsAnErrorUnlessZerosAreAskedFor) {
   Graph graph;
   Value *x = graph.addInput({DType::F64, {Dim::of(2)}}, "x");
   Value *unused = graph.addInput({DType::F64, {Dim::of(3)}}, "u");
   Value *symbolic = graph.addInput({DType::F64, {Dim::named("n")}}, "s");
   Value *floored = graph.addInput({DType::F64, {Dim::of(2)}}, "f");
   Value *cost = sumAll(graph, op(graph, OpKind::Add, {x, op(graph, OpKind::Floor, {floored})}));
-  std::vector<Value *> grads = grad(graph, cost, {unused, symbolic, floored}, {});
+  // By default a value the cost does not depend on is an error naming it; one it reaches only through floor
+  // is connected, with zeros for its gradient.
+  try {
+    grad(graph, cost, {floored, unused}, {});
+    FAIL() << "a disconnected wrt was accepted";
+  } catch (const ir::UserError &error) {
+    EXPECT_NE(error.message.find("does not depend on 'u'"), std::string::npos) << error.message;
+  }
+  std::vector<Value *> grads = grad(graph, cost, {unused, symbolic, floored}, {}, Disconnected::Zero);
   EXPECT_EQ(grads[0]->owner()->op().str(), "zeros{shape=[3], dtype=f64}");
   EXPECT_EQ(grads[1]->owner()->op().kind(), OpKind::ZerosLike);
   EXPECT_EQ(grads[1]->type().str(), "f64[n]");

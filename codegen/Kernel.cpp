@@ -47,8 +47,7 @@ const char *kernelErrorMessage(int32_t code) {
 
 ir::UserError kernelError(const ir::ScalarGraph &body, int32_t code) {
   ir::UserError error(kernelErrorMessage(code));
-  if (code >= kIndexOutOfRange && static_cast<size_t>(code - kIndexOutOfRange) < body.gatherLocs.size())
-    error.loc = body.gatherLocs[static_cast<size_t>(code - kIndexOutOfRange)];
+  if (code >= kIndexOutOfRange) error.loc = body.gatherLoc(static_cast<size_t>(code - kIndexOutOfRange));
   return error;
 }
 

@@ -153,7 +153,7 @@ enum : int32_t {
 const char *kernelErrorMessage(int32_t code);
 
 /// The error a kernel of `body` reported with `code`: its message, located at the gather that failed where
-/// the body knows where it was written (ScalarGraph::gatherLocs).
+/// the body knows where it was written (ScalarGraph::locs).
 ir::UserError kernelError(const ir::ScalarGraph &body, int32_t code);
 
 /// An input's stride along the innermost axis (of a reduction: the innermost reduced axis), when a host

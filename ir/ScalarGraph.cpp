@@ -3,7 +3,9 @@
 #include "ir/Assert.h"
 
 #include <cstring>
+#include <algorithm>
 #include <functional>
+#include <optional>
 #include <sstream>
 
 namespace tg::ir {
@@ -26,6 +28,47 @@ size_t ScalarGraph::gatheredAxes() const {
   for (const ScalarInstr &instr : body)
     if (instr.kind == OpKind::Gather) axes += instr.operands.size() - 1;
   return axes;
+}
+
+SourceLoc ScalarGraph::gatherLoc(size_t ordinal) const {
+  for (size_t i = 0; i < body.size(); ++i)
+    if (body[i].kind == OpKind::Gather && ordinal-- == 0) return locOf(i);
+  return {};
+}
+
+namespace {
+
+/// NumPy's broadcast of two run-time shapes; nothing when they do not broadcast.
+std::optional<std::vector<int64_t>> broadcastSizes(const std::vector<int64_t> &a, const std::vector<int64_t> &b) {
+  std::vector<int64_t> result(std::max(a.size(), b.size()));
+  for (size_t i = 0; i < result.size(); ++i) {
+    int64_t x = i < a.size() ? a[a.size() - 1 - i] : 1, y = i < b.size() ? b[b.size() - 1 - i] : 1;
+    if (x != y && x != 1 && y != 1) return std::nullopt;
+    result[result.size() - 1 - i] = x == 1 ? y : x;
+  }
+  return result;
+}
+
+} // namespace
+
+SourceLoc ScalarGraph::whereShapesDisagree(const std::vector<std::vector<int64_t>> &inputShapes) const {
+  std::vector<std::vector<int64_t>> shapes(inputShapes.begin(), inputShapes.end());
+  shapes.resize(numInputs());
+  for (size_t i = 0; i < body.size(); ++i) {
+    const ScalarInstr &instr = body[i];
+    std::vector<int64_t> shape; // an immediate's: it broadcasts with anything
+    for (size_t k = 0; k < instr.operands.size(); ++k) {
+      const std::vector<int64_t> &operand = shapes.at(instr.operands[k]);
+      std::optional<std::vector<int64_t>> met =
+          broadcastSizes(shape, instr.kind == OpKind::Gather && k == 0
+                                    ? tableInSpace(instr, operand, int64_t(1))
+                                    : operand);
+      if (!met) return locOf(i);
+      shape = std::move(*met);
+    }
+    shapes.push_back(std::move(shape));
+  }
+  return {};
 }
 
 DType ScalarGraph::dtypeOf(uint32_t value) const {

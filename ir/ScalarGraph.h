@@ -64,9 +64,11 @@ struct ScalarGraph {
   // iteration space (an elementwise body's result shape; a reduction's space before it is reduced), in its
   // own dtype.
   SmallVector<uint32_t, 2> extraOutputs;
-  // Where each gather of the body was written, in the body's order: where a kernel's index error is reported.
-  // Not part of the program (== and hash leave it out).
-  std::vector<SourceLoc> gatherLocs;
+  // Where each instruction's op was written (unknown for an immediate the program made): where an error in a
+  // kernel is reported (an index out of range at its gather, shapes that do not broadcast at the op that
+  // meets them), not at the fused node's root. One per instruction, or none; not part of the program (== and
+  // hash leave it out).
+  std::vector<SourceLoc> locs;
 
   size_t numInputs() const { return inputDtypes.size(); }
   size_t numValues() const { return inputDtypes.size() + body.size(); }
@@ -78,6 +80,14 @@ struct ScalarGraph {
   /// The axes the body's gathers index, over all its gathers: a kernel's arguments give each one's size and
   /// stride (codegen's KernelArgs).
   size_t gatheredAxes() const;
+  /// Where instruction `index` was written (unknown when the body does not say).
+  SourceLoc locOf(size_t index) const { return index < locs.size() ? locs[index] : SourceLoc{}; }
+  /// Where the body's gather number `ordinal` (in the body's order) was written.
+  SourceLoc gatherLoc(size_t ordinal) const;
+  /// Where the body first meets shapes that do not broadcast, given its inputs' shapes: the location of the
+  /// first instruction whose operands' shapes (a gather's table as it lies in the space, and its indices)
+  /// do not broadcast; unknown when they all do.
+  SourceLoc whereShapesDisagree(const std::vector<std::vector<int64_t>> &inputShapes) const;
   /// The dtype of array k of those: an input's, or an extra output's value's.
   DType arrayDtype(size_t k) const {
     return k < numInputs() ? inputDtypes[k] : dtypeOf(extraOutputs[k - numInputs()]);

@@ -336,6 +336,12 @@ private:
     body->inputDtypes.reserve(inputs.capacity());
     std::vector<ir::ScalarInstr> instrs;
     instrs.reserve(members_.size() + 1);
+    std::vector<ir::SourceLoc> locs; // each instruction's: its member's; an immediate's unknown
+    locs.reserve(instrs.capacity());
+    auto located = [&](const Node *member) {
+      locs.resize(instrs.size());
+      locs.back() = member->loc();
+    };
     // Each value the program reads gets its operand number in valueSlot_, stamped with a number of its own
     // (the external marks of growing are done with). Operands refer to inputs (0..n-1) and instructions
     // (n+k); inputs are numbered as they are met, so instruction operands are renumbered at the end.
@@ -372,7 +378,7 @@ private:
     for (const auto &[position, member] : members_) {
       if (isGather(member)) {
         instrs.push_back(gatherInstr(member, operandOf, readSlot));
-        body->gatherLocs.push_back(member->loc());
+        located(member);
         number(member->output(), kInstructionBit | static_cast<uint32_t>(instrs.size() - 1));
         continue;
       }
@@ -380,6 +386,7 @@ private:
         // An immediate; its operand is an input all the same (unless the program computes it), for its shape.
         if (!numbered(member->input(0))) readInput(member->input(0));
         instrs.push_back({ir::OpKind::Full, member->output()->type().dtype, {}, *fill});
+        located(member);
         number(member->output(), kInstructionBit | static_cast<uint32_t>(instrs.size() - 1));
         continue;
       }
@@ -387,6 +394,7 @@ private:
       for (Value *input : member->inputs())
         instr.operands.push_back(operandOf(input));
       instrs.push_back(std::move(instr));
+      located(member);
       number(member->output(), kInstructionBit | static_cast<uint32_t>(instrs.size() - 1));
     }
     if (members_.empty()) { // a reduction without prologue reads its input as it is
@@ -397,7 +405,9 @@ private:
     for (ir::ScalarInstr &instr : instrs)
       for (uint32_t &operand : instr.operands)
         if (operand & kInstructionBit) operand = numInputs + (operand & ~kInstructionBit);
+    locs.resize(instrs.size());
     body->body = std::move(instrs);
+    body->locs = std::move(locs);
     for (const Node *output : outputs_)
       body->extraOutputs.push_back(numInputs + (*numbered(output->output()) & ~kInstructionBit));
     ir::OpAttrs attrs = reduction_ ? root->op().attrs() : ir::OpAttrs{};

@@ -32,6 +32,23 @@ const std::vector<Tensor> &inSpace(const ir::ScalarGraph &body, const std::vecto
   return placed.empty() ? operands : placed;
 }
 
+/// `shape` broadcast with each operand's: the kernel's space. Shapes that do not broadcast are a UserError
+/// located where the body meets them (the op the user wrote, not the fused node's root).
+std::vector<int64_t> spaceOf(const ir::ScalarGraph &body, const std::vector<Tensor> &tensors,
+                             const std::vector<Tensor> &operands, std::vector<int64_t> shape) {
+  try {
+    for (const Tensor &input : operands)
+      shape = broadcastShapes(shape, input.shape());
+  } catch (ir::UserError &error) {
+    std::vector<std::vector<int64_t>> shapes;
+    for (const Tensor &input : tensors)
+      shapes.push_back(input.shape());
+    error.loc = body.whereShapesDisagree(shapes);
+    throw;
+  }
+  return shape;
+}
+
 } // namespace
 
 Launch::Launch(const ir::ScalarGraph &body, const std::vector<Tensor> &tensors,
@@ -40,8 +57,7 @@ Launch::Launch(const ir::ScalarGraph &body, const std::vector<Tensor> &tensors,
   std::vector<int64_t> gatherWords;
   std::vector<Tensor> placed;
   const std::vector<Tensor> &operands = inSpace(body, tensors, placed, gatherWords);
-  for (const Tensor &input : operands)
-    shape = broadcastShapes(shape, input.shape());
+  shape = spaceOf(body, tensors, operands, std::move(shape));
   output = allocate(body.resultDtype(), shape);
   ir::SmallVector<codegen::LayoutInput, 8> layoutInputs;
   for (const Tensor &input : operands) {
@@ -73,8 +89,7 @@ ReductionLaunch::ReductionLaunch(const ir::Op &op, const std::vector<Tensor> &te
   std::vector<int64_t> gatherWords;
   std::vector<Tensor> placed;
   const std::vector<Tensor> &operands = inSpace(body, tensors, placed, gatherWords);
-  for (const Tensor &input : operands)
-    space = broadcastShapes(space, input.shape());
+  space = spaceOf(body, tensors, operands, {});
   std::vector<bool> reduced(space.size(), false);
   for (int64_t axis : op.attrs().axes)
     reduced[normalizeAxis(axis, space.size())] = true;

@@ -158,7 +158,7 @@ TEST(GatherFusionTest, AnIndexOutOfRangeIsTheKernelsErrorAtTheGather) {
   gather.indexRank = 1;
   body->body = {gather, {OpKind::Neg, DType::F32, {2}}};
   tg::ir::SourceLoc at{std::make_shared<const std::string>("model.tg"), 3, 14};
-  body->gatherLocs = {at};
+  body->locs = {at, {}};
   for (double bad : {5.0, -6.0}) {
     Tensor index = values(DType::I64, {300, 1}, [&](int64_t i) { return i == 250 ? bad : i % 5; });
     for (bool device : {false, true}) {

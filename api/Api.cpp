@@ -1,5 +1,6 @@
 #include "api/Api.h"
 
+#include "api/Stages.h"
 #include "codegen/Kernel.h"
 #include "frontend/AstPrinter.h"
 #include "frontend/Diagnostics.h"
@@ -9,7 +10,6 @@
 #include "runtime/ConstantEvaluator.h"
 #include "runtime/Session.h"
 #include "runtime/cuda/CudaDevice.h"
-#include "api/Stages.h"
 
 #include <cstdio>
 #include <new>
@@ -23,7 +23,7 @@ namespace {
 /// Diagnostics kept as text: what the front end reports while reading a source, and the sources themselves,
 /// so that errors found later (optimizing, running) show their line too.
 struct Diagnostics {
-  explicit Diagnostics(const Source &source) { engine.setLineOffset(source.name, source.preludeLines); }
+  explicit Diagnostics(const Source &source) { engine.setLineOrigins(source.name, source.origins); }
 
   /// The errors reported so far, as one Error.
   [[noreturn]] void fail(Error::Kind kind) const {
@@ -40,12 +40,13 @@ struct Diagnostics {
 };
 
 /// The program `source` builds (names, types, shapes, grad), or Error(Compile) with every diagnostic.
-std::unique_ptr<ir::Program> build(const Source &source, Diagnostics &diags) {
+std::unique_ptr<ir::Program> build(const Source &source, const Options &options, Diagnostics &diags) {
   frontend::ModuleLoader loader(diags.engine, frontend::ModuleLoader::searchPathFromEnvironment());
   std::unique_ptr<ir::Program> program;
   try {
     const frontend::Module *module = loader.loadSource(source.name, source.text);
-    if (module && !diags.engine.hasErrors()) program = frontend::buildProgram(*module, loader, diags.engine);
+    if (module && !diags.engine.hasErrors())
+      program = frontend::buildProgram(*module, loader, diags.engine, options.rebinding);
   } catch (const ir::UserError &error) {
     diags.engine.report(error);
   }
@@ -127,11 +128,11 @@ Source Source::file(const std::string &path) {
     std::string message = "cannot read '" + path + "': " + why;
     throw Error(Error::Kind::Compile, message, {}, "tgc: error: " + message + "\n");
   }
-  return {path, std::move(*text), 0};
+  return {path, std::move(*text), {}};
 }
 
 Source Source::string(std::string text, std::string name) {
-  return {std::move(name), std::move(text), 0};
+  return {std::move(name), std::move(text), {}};
 }
 
 std::string printAst(const Source &source) {
@@ -192,7 +193,7 @@ struct Program::State {
   std::unique_ptr<ir::Program> rebuild(bool optimize, opt::PlacementReasons *reasons = nullptr) const {
     codegen::KernelCacheBypass bypass(!options.kernelCache); // constant folding compiles kernels
     Diagnostics quiet(source);
-    std::unique_ptr<ir::Program> again = build(source, quiet);
+    std::unique_ptr<ir::Program> again = build(source, options, quiet);
     if (optimize) opt::optimize(*again, optimizerOptions(reasons, nullptr));
     return again;
   }
@@ -236,7 +237,7 @@ Program Program::compile(const Source &source, const Options &options) {
   validate(options);
   auto state = std::make_unique<State>(source, options);
   codegen::KernelCacheBypass bypass(!options.kernelCache); // constant folding compiles kernels too
-  state->program = build(state->source, state->diags);
+  state->program = build(state->source, state->options, state->diags);
   const ir::Program &built = *state->program;
   state->inputs = portsOf(built.inputs);
   for (const ir::Program::Param &param : built.params)

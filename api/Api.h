@@ -52,8 +52,9 @@ public:
 struct Source {
   std::string name; // a path (imports are searched beside it, then $TGC_PATH, then the standard library)
   std::string text;
-  int preludeLines = 0; // lines at the start that the user did not write (the REPL's kept statements):
-                        // diagnostics number the lines after them from 1
+  std::vector<ir::LineOrigin> origins; // where lines of the text came from, when not from the text itself
+                                       // (the REPL's kept definitions and statements): diagnostics show them
+                                       // there
 
   /// Reads a script file; Error(Compile) saying why when it cannot be read.
   static Source file(const std::string &path);
@@ -86,6 +87,8 @@ struct Options {
   std::string gpuArch = "sm_90";                           // the GPU that emit("ptx") writes for
   bool kernelCache = true;             // false: this program's kernels neither read nor write the disk cache
   std::ostream *warnings = &std::cerr; // the optimizer's warnings and --print-after; null: dropped
+  bool rebinding = false; // a name of the script's top level may be bound again, the later binding shadowing
+                          // the earlier (the REPL: `let x = x + 1`); otherwise an error
 };
 
 /// An input, param or output: its name and declared type (dtype, and a shape whose dimensions may be

@@ -719,11 +719,13 @@ std::vector<Value *> grad(Graph &graph, Value *cost, const std::vector<Value *> 
       reached.insert(node->inputs().begin(), node->inputs().end());
     for (size_t i = 0; i < wrt.size(); ++i) {
       if (reached.count(wrt[i])) continue;
-      std::string what = wrt[i]->name().empty() ? "argument " + std::to_string(i + 2) : "'" + wrt[i]->name() + "'";
-      throw UserError("grad: the cost does not depend on " + what +
-                          ", so its gradient would be zeros (a typo?); pass disconnected=\"zero\" if zeros are "
-                          "what you want",
-                      loc);
+      std::string what =
+          wrt[i]->name().empty() ? "argument " + std::to_string(i + 2) : "'" + wrt[i]->name() + "'";
+      throw UserError(
+          "grad: the cost does not depend on " + what +
+              ", so its gradient would be zeros (a typo?); pass disconnected=\"zero\" if zeros are "
+              "what you want",
+          loc);
     }
   }
   std::unordered_set<const Value *> active(wrt.begin(), wrt.end());

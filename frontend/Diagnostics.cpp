@@ -1,5 +1,6 @@
 #include "frontend/Diagnostics.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -13,6 +14,11 @@ std::string hexDigits(unsigned char byte) {
 
 const std::string &DiagnosticEngine::addSource(const std::string &file, std::string text) {
   return sources_[file] = std::move(text);
+}
+
+SourceLoc DiagnosticEngine::shown(const SourceLoc &loc) const {
+  auto origins = loc.known() ? lineOrigins_.find(*loc.file) : lineOrigins_.end();
+  return origins == lineOrigins_.end() ? loc : ir::shownAs(loc, origins->second);
 }
 
 void DiagnosticEngine::error(const SourceLoc &loc, const std::string &message) {
@@ -30,10 +36,11 @@ void DiagnosticEngine::note(const SourceLoc &loc, const std::string &message) {
 std::string DiagnosticEngine::render(const SourceLoc &loc, const char *severity,
                                      const std::string &message) const {
   std::ostringstream out;
-  std::string where = loc.str();
-  if (auto offset = loc.known() ? lineOffsets_.find(*loc.file) : lineOffsets_.end();
-      offset != lineOffsets_.end() && loc.line > offset->second)
-    where = *loc.file + ":" + std::to_string(loc.line - offset->second) + ":" + std::to_string(loc.column);
+  const ir::LineOrigin *origin = nullptr;
+  if (auto origins = loc.known() ? lineOrigins_.find(*loc.file) : lineOrigins_.end();
+      origins != lineOrigins_.end())
+    origin = ir::originOf(loc, origins->second);
+  std::string where = shown(loc).str();
   out << (where.empty() ? "tgc" : where) << ": " << severity << ": " << message << "\n";
   if (!loc.known()) return out.str();
   auto source = sources_.find(*loc.file);
@@ -49,9 +56,13 @@ std::string DiagnosticEngine::render(const SourceLoc &loc, const char *severity,
   size_t end = text.find('\n', begin);
   std::string line = text.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
   if (!line.empty() && line.back() == '\r') line.pop_back();
+  int column = 1;
+  if (origin && origin->first == loc.line) { // the REPL's wrapper (ASCII) is not shown
+    line.erase(0, std::min(line.size(), static_cast<size_t>(origin->skip)));
+    column = 1 + origin->skip;
+  }
   out << line << "\n";
   std::string caret;
-  int column = 1;
   for (size_t i = 0; i < line.size() && column < loc.column; ++i) {
     unsigned char c = static_cast<unsigned char>(line[i]);
     if ((c & 0xC0) == 0x80) continue; // a UTF-8 continuation byte is part of the previous code point

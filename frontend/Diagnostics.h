@@ -7,6 +7,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace tg::frontend {
 
@@ -21,9 +22,12 @@ public:
 
   /// Remembers a file's text so that diagnostics in it can show the offending line; returns the kept text.
   const std::string &addSource(const std::string &file, std::string text);
-  /// Numbers the lines of `file` in messages from after its first `lines` lines (the REPL compiles what the
-  /// session kept, then what was typed, and reports lines of what was typed).
-  void setLineOffset(const std::string &file, int lines) { lineOffsets_[file] = lines; }
+  /// Shows the lines of `file` as the files and lines they came from (the REPL's compiled text).
+  void setLineOrigins(const std::string &file, std::vector<ir::LineOrigin> origins) {
+    lineOrigins_[file] = std::move(origins);
+  }
+  /// `loc` as messages show it: through the line origins of its file.
+  SourceLoc shown(const SourceLoc &loc) const;
   /// Prints an error now (message starts lower-case, no trailing period) and counts it.
   void error(const SourceLoc &loc, const std::string &message);
   void note(const SourceLoc &loc, const std::string &message);
@@ -44,7 +48,7 @@ public:
 private:
   std::ostream &out_;
   std::map<std::string, std::string> sources_;
-  std::map<std::string, int> lineOffsets_;
+  std::map<std::string, std::vector<ir::LineOrigin>> lineOrigins_;
   unsigned errors_ = 0;
   ir::UserError first_{""};
 };

@@ -80,7 +80,8 @@ std::unique_ptr<ir::Program> GraphBuilder::build(const Module &script) {
 }
 
 void GraphBuilder::declare(Scope &scope, const Identifier &id, Binding binding) {
-  if (const Binding *previous = scope.findLocal(id.name)) {
+  const Binding *previous = scope.findLocal(id.name);
+  if (previous && !(rebinding_ && &scope == &modules_.front()->scope)) {
     diags_.error(id.loc, "'" + id.name + "' is already defined");
     if (previous->loc.known()) diags_.note(previous->loc, "previous definition of '" + id.name + "' is here");
     return;
@@ -314,8 +315,9 @@ std::vector<TypedValue> GraphBuilder::gradients(const CallExpr &call, const Scop
   autodiff::Disconnected disconnected = autodiff::Disconnected::Raise;
   for (const KeywordArg &keyword : call.keywords) {
     if (keyword.name != "disconnected")
-      fail(keyword.loc, "grad() has no argument '" + keyword.name + "'; it takes disconnected=\"raise\" or "
-                                                                    "disconnected=\"zero\"");
+      fail(keyword.loc, "grad() has no argument '" + keyword.name +
+                            "'; it takes disconnected=\"raise\" or "
+                            "disconnected=\"zero\"");
     const auto *value = keyword.value->as<StringExpr>();
     if (!value || (value->value != "raise" && value->value != "zero"))
       fail(keyword.value->loc, "grad(): disconnected= is \"raise\" (the default: an error when the cost does "
@@ -822,9 +824,9 @@ std::vector<int64_t> GraphBuilder::staticInts(const Expr &expr, const Scope &sco
 
 } // namespace detail
 
-std::unique_ptr<ir::Program> buildProgram(const Module &script, ModuleLoader &loader,
-                                          DiagnosticEngine &diags) {
-  GraphBuilder builder(loader, diags);
+std::unique_ptr<ir::Program> buildProgram(const Module &script, ModuleLoader &loader, DiagnosticEngine &diags,
+                                          bool rebinding) {
+  GraphBuilder builder(loader, diags, rebinding);
   return builder.build(script);
 }
 

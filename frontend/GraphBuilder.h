@@ -14,8 +14,10 @@
 namespace tg::frontend {
 
 /// Builds the program of a parsed script. Returns nullptr when any error was reported (several may be).
-std::unique_ptr<ir::Program> buildProgram(const Module &script, ModuleLoader &loader,
-                                          DiagnosticEngine &diags);
+/// With `rebinding`, a name of the script's top level may be bound again (the REPL's `let x = x + 1`): the
+/// later binding shadows the earlier; otherwise that is an error.
+std::unique_ptr<ir::Program> buildProgram(const Module &script, ModuleLoader &loader, DiagnosticEngine &diags,
+                                          bool rebinding = false);
 
 /// Parses and builds a script file: what `tgc run` and `tgc compile` do first.
 std::unique_ptr<ir::Program> compileScript(const std::string &path, DiagnosticEngine &diags);

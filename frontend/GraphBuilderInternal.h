@@ -81,7 +81,8 @@ struct AlreadyReported {};
 
 class GraphBuilder {
 public:
-  GraphBuilder(ModuleLoader &loader, DiagnosticEngine &diags) : loader_(loader), diags_(diags) {}
+  GraphBuilder(ModuleLoader &loader, DiagnosticEngine &diags, bool rebinding = false)
+      : loader_(loader), diags_(diags), rebinding_(rebinding) {}
   std::unique_ptr<ir::Program> build(const Module &script);
 
   // Expressions (GraphBuilder.cpp).
@@ -184,6 +185,7 @@ private:
   std::unique_ptr<ir::Program> program_;
   ir::Graph *graph_ = nullptr; // the graph expressions are built into: program_->graph, or ->init for params
   std::vector<std::unique_ptr<ModuleScope>> modules_;
+  bool rebinding_; // the script's top-level names may be bound again (buildProgram)
   std::vector<std::string> importStack_;
   std::vector<const DefStmt *> callStack_;
   std::vector<std::unique_ptr<Scope>> callScopes_;

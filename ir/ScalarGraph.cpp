@@ -2,8 +2,8 @@
 
 #include "ir/Assert.h"
 
-#include <cstring>
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <sstream>
@@ -39,7 +39,8 @@ SourceLoc ScalarGraph::gatherLoc(size_t ordinal) const {
 namespace {
 
 /// NumPy's broadcast of two run-time shapes; nothing when they do not broadcast.
-std::optional<std::vector<int64_t>> broadcastSizes(const std::vector<int64_t> &a, const std::vector<int64_t> &b) {
+std::optional<std::vector<int64_t>> broadcastSizes(const std::vector<int64_t> &a,
+                                                   const std::vector<int64_t> &b) {
   std::vector<int64_t> result(std::max(a.size(), b.size()));
   for (size_t i = 0; i < result.size(); ++i) {
     int64_t x = i < a.size() ? a[a.size() - 1 - i] : 1, y = i < b.size() ? b[b.size() - 1 - i] : 1;
@@ -59,10 +60,8 @@ SourceLoc ScalarGraph::whereShapesDisagree(const std::vector<std::vector<int64_t
     std::vector<int64_t> shape; // an immediate's: it broadcasts with anything
     for (size_t k = 0; k < instr.operands.size(); ++k) {
       const std::vector<int64_t> &operand = shapes.at(instr.operands[k]);
-      std::optional<std::vector<int64_t>> met =
-          broadcastSizes(shape, instr.kind == OpKind::Gather && k == 0
-                                    ? tableInSpace(instr, operand, int64_t(1))
-                                    : operand);
+      std::optional<std::vector<int64_t>> met = broadcastSizes(
+          shape, instr.kind == OpKind::Gather && k == 0 ? tableInSpace(instr, operand, int64_t(1)) : operand);
       if (!met) return locOf(i);
       shape = std::move(*met);
     }

@@ -5,6 +5,7 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace tg::ir {
 
@@ -17,6 +18,22 @@ struct SourceLoc {
   /// "file.tg:3:14", or "" when unknown.
   std::string str() const;
 };
+
+/// Where lines of a compiled text come from when they are not its own: the REPL compiles what the session
+/// keeps (definitions typed or loaded earlier), then a statement typed or read from a script. From line
+/// `first` of the text on, line `first + i` is shown as line `line + i` of `file`; on line `first` itself the
+/// first `skip` columns (text the REPL wrapped it in) are not shown.
+struct LineOrigin {
+  int first = 1;
+  std::string file;
+  int line = 1;
+  int skip = 0;
+};
+
+/// The origin of `loc`'s line (the last of `origins` starting at or before it), or null.
+const LineOrigin *originOf(const SourceLoc &loc, const std::vector<LineOrigin> &origins);
+/// `loc` as its origin shows it (itself when it has none).
+SourceLoc shownAs(const SourceLoc &loc, const std::vector<LineOrigin> &origins);
 
 /// The location of a byte offset into UTF-8 text: 1-based line, and column in code points (as ANTLR counts).
 SourceLoc locationOfOffset(const std::string &text, size_t offset, std::shared_ptr<const std::string> file);

@@ -4,7 +4,8 @@
 //           [--batch B [--epochs E] [--shuffle SEED]] [-v] [--no-cache]
 //   tgc compile FILE.tg --emit=ast|ir|opt|json|dot|llvm|ptx [-o FILE] [--gpu-arch sm_XX] [--no-cache]
 //           [optimizer options]
-//   tgc repl [--device ...] [--gpu-arch sm_XX] [--no-cache] [optimizer options]   (also `tgc` alone)
+//   tgc repl [--in NAME=FILE.npy]... [--device ...] [--gpu-arch sm_XX] [--no-cache] [optimizer options]
+//                                                                                   (also `tgc` alone)
 //   optimizer options include --lift=global|local|cost (the device placement strategy) and --cost-model
 //
 // Exit codes: 0 success, 1 a user error in the script or its inputs, 2 bad usage, 3 an internal error.
@@ -44,7 +45,8 @@ constexpr const char *kUsage = R"(usage: tgc <command> [options]
 commands:
   run FILE.tg       compile the script and run it
   compile FILE.tg   compile the script and print a stage of it
-  repl              an interactive session (also: tgc with no arguments on a terminal); :help inside
+  repl              an interactive session (also: tgc with no arguments on a terminal); :help inside;
+                    --in NAME=FILE.npy binds an input of a script loaded there
   --help            show this help
   --version         show the version
 
@@ -202,7 +204,7 @@ Options parseOptions(int argc, char **argv) {
     };
     bool forRun = options.command == "run", forCompile = options.command == "compile",
          forRepl = options.command == "repl";
-    if (arg == "--in" && forRun) {
+    if (arg == "--in" && (forRun || forRepl)) {
       addAssignment(options.inputs, arg, value());
     } else if (arg == "--out" && forRun) {
       addAssignment(options.outputs, arg, value());
@@ -378,7 +380,8 @@ ir::TensorData commandLineScalar(const api::Port &input, const std::string &text
                             "' is not an integer it can hold",
                         input.loc);
   ir::TensorData data(dtype, {});
-  ir::visitDType(dtype, [&](auto zero) { *data.data<decltype(zero)>() = static_cast<decltype(zero)>(value); });
+  ir::visitDType(dtype,
+                 [&](auto zero) { *data.data<decltype(zero)>() = static_cast<decltype(zero)>(value); });
   return data;
 }
 
@@ -506,6 +509,7 @@ int repl(const Options &options, bool terminal) {
   repl.interactive = terminal;
   repl.optimizer = options.optimizer;
   repl.optimize = options.optimize;
+  repl.binds = options.inputs;
   if (terminal) repl.historyFile = tools::defaultHistoryFile();
   return tools::runRepl(repl, std::cin, std::cout, std::cerr);
 }

@@ -16,8 +16,8 @@
 namespace tg::ir {
 namespace {
 
-using autodiff::grad;
 using autodiff::Disconnected;
+using autodiff::grad;
 using runtime::Tensor;
 
 /// splitmix64: the same numbers on every platform.

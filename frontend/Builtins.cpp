@@ -8,6 +8,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <regex>
 #include <set>
 
 namespace tg::frontend::detail {
@@ -73,7 +74,8 @@ public:
     for (const KeywordArg &keyword : call.keywords) {
       auto found = std::find(params_.begin(), params_.end(), keyword.name);
       if (found == params_.end())
-        builder.fail(keyword.loc, function + "() got an unexpected keyword argument '" + keyword.name + "'");
+        builder.fail(keyword.loc, function + "() got an unexpected keyword argument '" + keyword.name + "'" +
+                                      didYouMean(keyword.name, params_));
       size_t index = static_cast<size_t>(found - params_.begin());
       if (values_[index])
         builder.fail(keyword.loc, function + "() got multiple values for argument '" + keyword.name + "'");
@@ -112,6 +114,33 @@ std::string listString(const std::vector<int64_t> &values) {
 
 bool GraphBuilder::isBuiltin(const std::string &name) {
   return builtinOp(name) || ir::parseDType(name) || kFunctions.count(name);
+}
+
+std::string GraphBuilder::unknownFunctionHelp(const std::string &name, const Scope &scope) {
+  for (ir::DType dtype : ir::kAllDTypes)
+    if (name == ir::dtypeInfo(dtype).numpy)
+      return std::string("; NumPy's ") + ir::dtypeInfo(dtype).numpy + " is " + ir::dtypeName(dtype) +
+             " in tgc: did you mean '" + ir::dtypeName(dtype) + "'?";
+  for (const auto &[module, text] : embeddedStdlib()) {
+    if (!std::regex_search(text, std::regex(R"((^|\n)def\s+)" + name + R"(\s*\()"))) continue;
+    const Binding *imported = scope.find(module);
+    if (imported && imported->kind == Binding::Kind::Module)
+      return "; did you mean '" + module + "." + name + "'?";
+    return "; the standard library's module '" + module + "' has it: 'import " + module + "', then call " +
+           module + "." + name + "(...)";
+  }
+  static const std::vector<std::string> builtins = [] {
+    std::vector<std::string> names(kFunctions.begin(), kFunctions.end());
+#define OP(Enum, name, arity, fusion, device, symbol, builtin, ...)                                          \
+  if (*(builtin)) names.push_back(name);
+#include "ir/Ops.def"
+    for (ir::DType dtype : ir::kAllDTypes)
+      names.push_back(ir::dtypeName(dtype));
+    return names;
+  }();
+  std::vector<std::string> candidates = scope.names(Binding::Kind::Function);
+  candidates.insert(candidates.end(), builtins.begin(), builtins.end());
+  return didYouMean(name, candidates);
 }
 
 std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, const CallExpr &call,
@@ -678,8 +707,23 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     return apply(Op(kind, attrs), {shape}, loc);
   }
   case OpKind::ZerosLike:
-  case OpKind::OnesLike:
+  case OpKind::OnesLike: {
+    // A param's initial value may take the static type of a value it cannot read (another param, an
+    // input): only the type matters.
+    const auto *name = args.at(0).as<NameExpr>();
+    const Binding *binding = name ? scope.find(name->name) : nullptr;
+    if (binding && binding->kind == Binding::Kind::Tensor &&
+        !visible(binding->tensor.value, binding->graph) &&
+        binding->tensor.value->type().staticNumElements()) {
+      const ir::TensorType &type = binding->tensor.value->type();
+      OpAttrs attrs;
+      for (const ir::Dim &dim : type.shape)
+        attrs.shape.push_back(dim.size());
+      attrs.dtype = type.dtype;
+      return apply(Op(kind == OpKind::ZerosLike ? OpKind::Zeros : OpKind::Ones, attrs), {}, loc);
+    }
     return apply(Op(kind), {strong(args.at(0))}, loc);
+  }
   case OpKind::Sort:
   case OpKind::Argsort:
   case OpKind::Cumsum: {

@@ -1,8 +1,10 @@
 #include "frontend/Diagnostics.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <sstream>
+#include <vector>
 
 namespace tg::frontend {
 
@@ -10,6 +12,43 @@ std::string hexDigits(unsigned char byte) {
   char buffer[4];
   std::snprintf(buffer, sizeof buffer, "%02X", byte);
   return buffer;
+}
+
+namespace {
+
+/// The optimal string alignment distance: insertions, deletions, substitutions and swaps of neighbours.
+size_t editDistance(const std::string &a, const std::string &b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i)
+    d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j)
+    d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
+    for (size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+} // namespace
+
+std::string didYouMean(const std::string &name, const std::vector<std::string> &candidates) {
+  auto lower = [](std::string text) {
+    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+    return text;
+  };
+  // Scores are doubled distances, less one for a name that differs only in case: it wins a tie.
+  size_t limit = std::max<size_t>(1, name.size() / 3), best = 2 * limit + 1;
+  const std::string *closest = nullptr;
+  for (const std::string &candidate : candidates) {
+    if (candidate == name || candidate.size() > name.size() + limit || name.size() > candidate.size() + limit)
+      continue;
+    size_t score = 2 * editDistance(name, candidate) - (lower(candidate) == lower(name) ? 1 : 0);
+    if (score < best) best = score, closest = &candidate;
+  }
+  return closest ? "; did you mean '" + *closest + "'?" : "";
 }
 
 const std::string &DiagnosticEngine::addSource(const std::string &file, std::string text) {

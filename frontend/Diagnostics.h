@@ -16,6 +16,10 @@ using ir::SourceLoc;
 /// "FF" for the byte 0xff: how messages name a byte.
 std::string hexDigits(unsigned char byte);
 
+/// "; did you mean 'sqrt'?" for the candidate closest to `name` (letters inserted, removed, changed or two
+/// swapped: one edit at least, and at most a third of the name's letters), or "" when none is that close.
+std::string didYouMean(const std::string &name, const std::vector<std::string> &candidates);
+
 class DiagnosticEngine {
 public:
   explicit DiagnosticEngine(std::ostream &out) : out_(out) {}

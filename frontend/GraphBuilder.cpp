@@ -49,6 +49,15 @@ const Binding *Scope::find(const std::string &name) const {
   return nullptr;
 }
 
+std::vector<std::string> Scope::names(std::optional<Binding::Kind> kind) const {
+  std::vector<std::string> result;
+  for (const Scope *scope = this; scope; scope = scope->parent_)
+    for (const auto &[name, binding] : scope->names_)
+      if (!kind || binding.kind == *kind) result.push_back(name);
+  std::sort(result.begin(), result.end()); // suggestions must not depend on the hash table's order
+  return result;
+}
+
 void GraphBuilder::fail(const SourceLoc &loc, const std::string &message) {
   throw ir::UserError(message, loc);
 }
@@ -174,6 +183,8 @@ void GraphBuilder::statement(const Stmt &stmt, ModuleScope &module, bool isScrip
                             param.init->loc, "the initial value of '" + param.name.name + "'");
       } catch (...) {
         graph_ = &program_->graph;
+        // Later uses of the name, and its update, would only repeat this error.
+        if (!module.scope.findLocal(param.name.name)) module.scope.bind(param.name.name, Binding{});
         throw;
       }
       graph_ = &program_->graph;
@@ -219,8 +230,16 @@ void GraphBuilder::statement(const Stmt &stmt, ModuleScope &module, bool isScrip
       const auto &update = *stmt.as<UpdateStmt>();
       auto param = std::find_if(program_->params.begin(), program_->params.end(),
                                 [&](const ir::Program::Param &p) { return p.name == update.name.name; });
-      if (param == program_->params.end())
-        fail(update.name.loc, "'" + update.name.name + "' is not a param; only params can be updated");
+      if (param == program_->params.end()) {
+        if (const Binding *binding = module.scope.findLocal(update.name.name);
+            binding && binding->kind == Binding::Kind::Poisoned)
+          throw AlreadyReported{}; // a param whose declaration failed
+        std::vector<std::string> params;
+        for (const ir::Program::Param &declared : program_->params)
+          params.push_back(declared.name);
+        fail(update.name.loc, "'" + update.name.name + "' is not a param; only params can be updated" +
+                                  didYouMean(update.name.name, params));
+      }
       size_t index = static_cast<size_t>(param - program_->params.begin());
       for (const auto &existing : program_->updates)
         if (existing.param == index) fail(update.name.loc, "'" + update.name.name + "' is updated twice");
@@ -524,6 +543,7 @@ TypedValue GraphBuilder::evaluate(const Expr &expr, const Scope &scope) {
     return evaluateName(*expr.as<NameExpr>(), scope);
   case Expr::Kind::Member: {
     const auto &member = *expr.as<MemberExpr>();
+    functionNamed(member, scope); // an error unless it names a function of a module
     fail(member.loc, "'" + member.module + "." + member.name + "' is a function; call it with arguments");
   }
   case Expr::Kind::List:
@@ -558,7 +578,10 @@ TypedValue GraphBuilder::evaluateName(const NameExpr &expr, const Scope &scope) 
   if (!binding) {
     if (isBuiltin(expr.name))
       fail(expr.loc, "'" + expr.name + "' is a builtin function; call it with arguments");
-    fail(expr.loc, "use of undefined name '" + expr.name + "'");
+    std::vector<std::string> candidates = scope.names();
+    for (const auto &[dimension, source] : dimensions_)
+      candidates.push_back(dimension);
+    fail(expr.loc, "use of undefined name '" + expr.name + "'" + didYouMean(expr.name, candidates));
   }
   switch (binding->kind) {
   case Binding::Kind::Tensor: {
@@ -636,6 +659,20 @@ std::string exampleNames(size_t count) {
 
 } // namespace
 
+std::string GraphBuilder::notAModule(const MemberExpr &member, const Binding &binding) {
+  const std::string &name = member.module;
+  if (binding.kind != Binding::Kind::Tensor) return "'" + name + "' is not a module";
+  std::string message = "'" + name + "' is a value (" + binding.tensor.value->type().str() +
+                        "), not a module: values have no members";
+  if (member.name == "T" || member.name == "mT")
+    return message + "; NumPy's " + name + ".T is transpose(" + name + ")";
+  if (member.name == "shape" || member.name == "ndim" || member.name == "size" || member.name == "dtype")
+    return message + "; its " + member.name +
+           " is part of its type, fixed when the script compiles (a symbolic dimension, such as n in "
+           "f32[n, 4], is a value by its name)";
+  return message + "; call a function with it instead, e.g. " + member.name + "(" + name + ")";
+}
+
 const Binding *GraphBuilder::calledFunction(const CallExpr &call, const Scope &scope) {
   return functionNamed(*call.callee, scope);
 }
@@ -646,10 +683,11 @@ const Binding *GraphBuilder::functionNamed(const Expr &callee, const Scope &scop
     if (!module)
       fail(member->loc,
            "use of undefined name '" + member->module + "'; did you forget 'import " + member->module + "'?");
-    if (module->kind != Binding::Kind::Module) fail(member->loc, "'" + member->module + "' is not a module");
+    if (module->kind != Binding::Kind::Module) fail(member->loc, notAModule(*member, *module));
     const Binding *function = module->module->scope.findLocal(member->name);
     if (!function || function->kind != Binding::Kind::Function)
-      fail(member->loc, "module '" + member->module + "' has no function '" + member->name + "'");
+      fail(member->loc, "module '" + member->module + "' has no function '" + member->name + "'" +
+                            didYouMean(member->name, module->module->scope.names(Binding::Kind::Function)));
     return function;
   }
   const auto *name = callee.as<NameExpr>();
@@ -679,7 +717,7 @@ TypedValue GraphBuilder::evaluateCall(const CallExpr &call, const Scope &scope) 
   }
   const std::string &name = call.callee->as<NameExpr>()->name;
   if (auto result = callBuiltin(name, call, scope)) return *result;
-  fail(call.callee->loc, "call to undefined function '" + name + "'");
+  fail(call.callee->loc, "call to undefined function '" + name + "'" + unknownFunctionHelp(name, scope));
 }
 
 std::vector<TypedValue> GraphBuilder::callFunctionValues(const Binding &function, const CallExpr &call,

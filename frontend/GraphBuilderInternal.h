@@ -46,6 +46,8 @@ public:
   const Binding *find(const std::string &name) const;
   const Binding *findLocal(const std::string &name) const;
   void bind(const std::string &name, Binding binding) { names_[name] = std::move(binding); }
+  /// Every name this scope and its parents bind (for suggestions), those of `kind` only when given.
+  std::vector<std::string> names(std::optional<Binding::Kind> kind = std::nullopt) const;
 
 private:
   const Scope *parent_;
@@ -135,6 +137,12 @@ public:
   /// A constant index's values against a static axis `size`: one out of range is a located error.
   void checkIndexValues(ir::Value *index, const ir::Dim &size, size_t axis, const SourceLoc &loc);
   static bool isBuiltin(const std::string &name);
+  /// What to add to "call to undefined function 'NAME'": NumPy's spelling of a dtype, a function of the
+  /// standard library's modules, or the closest builtin or function in `scope` ("; did you mean ...").
+  static std::string unknownFunctionHelp(const std::string &name, const Scope &scope);
+  /// Why `module.name` does not name a module's function when `module` is bound to `binding`, which is not
+  /// a module (a value: NumPy's x.T, x.shape).
+  static std::string notAModule(const MemberExpr &member, const Binding &binding);
 
   // Loops (Scan.cpp). A scan's step function is built into a body graph of its own; a value of an enclosing
   // graph that it reads becomes an input of the body (an invariant of the loop).

@@ -84,8 +84,27 @@ std::string syntaxErrorMessage(const antlr4::Token *token, const antlr4::misc::I
   return "unexpected " + found;
 }
 
+/// A param's line that ends after its type: the message shows the statement with an initial value.
+std::optional<std::string> missingInitializer(antlr4::Parser *parser, const antlr4::Token *token) {
+  auto *param = dynamic_cast<TgParser::ParamStmtContext *>(parser->getContext());
+  if (!param || !isLineEnd(token) || !param->NAME() || !param->type() || !param->type()->dtype ||
+      param->expr())
+    return std::nullopt;
+  std::string dims, shape;
+  for (TgParser::DimContext *dim : param->type()->dim())
+    dims += (dims.empty() ? "" : ", ") + dim->getText();
+  std::string dtype = param->type()->dtype->getText();
+  std::string type = dtype + (param->type()->LBRACK() ? "[" + dims + "]" : "");
+  std::string zeros = "zeros([" + dims + "]" + (dtype == "f32" ? "" : ", dtype=" + dtype) + ")";
+  return "a param needs an initial value, e.g. 'param " + param->NAME()->getText() + " : " + type + " = " +
+         zeros + "'";
+}
+
 void report(antlr4::Parser *parser, antlr4::Token *token, const antlr4::misc::IntervalSet &expected) {
-  parser->notifyErrorListeners(token, syntaxErrorMessage(token, expected, parser->getVocabulary()), nullptr);
+  parser->notifyErrorListeners(token,
+                               missingInitializer(parser, token)
+                                   .value_or(syntaxErrorMessage(token, expected, parser->getVocabulary())),
+                               nullptr);
 }
 
 } // namespace

@@ -19,6 +19,7 @@
 #include "tools/Batches.h"
 #include "tools/Repl.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <chrono>
@@ -29,6 +30,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <regex>
 #include <set>
 #include <string>
 #include <unistd.h>
@@ -184,6 +186,16 @@ void chooseHostCpu(const std::string &name) {
   }
 }
 
+/// Every option the usage text names: what a mistyped option is compared with.
+std::vector<std::string> optionNames() {
+  static const std::regex option(R"((^|[\s\[|])(--[a-z][a-z0-9-]*|-O0|-[ohv])\b)");
+  std::vector<std::string> names;
+  std::string usage = kUsage;
+  for (auto it = std::sregex_iterator(usage.begin(), usage.end(), option); it != std::sregex_iterator(); ++it)
+    if (std::find(names.begin(), names.end(), (*it)[2].str()) == names.end()) names.push_back((*it)[2].str());
+  return names;
+}
+
 Options parseOptions(int argc, char **argv) {
   Options options;
   bool stepsGiven = false;
@@ -279,7 +291,12 @@ Options parseOptions(int argc, char **argv) {
     } else if (arg == "-v" || arg == "--verbose") {
       options.verbose = true;
     } else if (arg.size() > 1 && arg[0] == '-') {
-      throw UsageError{"unknown option '" + arg + "' for 'tgc " + options.command + "'"};
+      std::vector<std::string> names = optionNames();
+      if (std::find(names.begin(), names.end(), arg) != names.end())
+        throw UsageError{"'" + arg + "' is not an option of 'tgc " + options.command +
+                         "'; 'tgc help' says which command takes it"};
+      throw UsageError{"unknown option '" + arg + "' for 'tgc " + options.command + "'" +
+                       frontend::didYouMean(arg, names)};
     } else if (forRepl) {
       throw UsageError{"'tgc repl' takes no script; load one inside with :load FILE.tg"};
     } else if (options.file.empty()) {
@@ -291,7 +308,8 @@ Options parseOptions(int argc, char **argv) {
   if (options.command != "run" && options.command != "compile" && options.command != "repl") {
     bool script = options.command.size() > 3 && options.command.ends_with(".tg");
     throw UsageError{"unknown command '" + options.command + "'" +
-                     (script ? "; to run a script: tgc run " + options.command : "")};
+                     (script ? "; to run a script: tgc run " + options.command
+                             : frontend::didYouMean(options.command, {"run", "compile", "repl", "help"}))};
   }
   if (options.batch == 0 && (options.epochs > 0 || options.shuffle))
     throw UsageError{std::string(options.epochs > 0 ? "--epochs" : "--shuffle") +

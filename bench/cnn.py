@@ -12,7 +12,7 @@ forward, input gradient and filter gradient, in GFLOP/s. Prints each one's best 
 interleaved) and tgc's speed-up over each (above 1: tgc is faster).
 
     bash bench/cnn.sh                               # installs PyTorch if missing, builds, runs this
-    PYTHONPATH=build/python python3 bench/cnn.py [--repeat 5] [--only small]
+    build/tgc-python bench/cnn.py [--repeat 5] [--only small]
 """
 import argparse
 import json

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Compile time at scale: how tgc's cold compile grows with the size of a script, side by side with CPython.
 
-  PYTHONPATH=build/python python3 bench/compile_scale.py [--tgc build/tgc] [--repeat 3] [--quick]
+  build/tgc-python bench/compile_scale.py [--tgc build/tgc] [--repeat 3] [--quick]
 
 Two tables:
 

@@ -19,7 +19,7 @@ the bytes it must move at least (indices read, rows read or added, the result wr
 each peer. tgc runs through its Python module, on the CPU, on all cores; PyTorch on as many threads.
 
     bash bench/indexing.sh                       # installs the peers if missing, builds, runs this
-    PYTHONPATH=build/python python3 bench/indexing.py [--rows 100000] [--width 128] [--lookups 1000000]
+    build/tgc-python bench/indexing.py [--rows 100000] [--width 128] [--lookups 1000000]
 """
 import argparse
 import os

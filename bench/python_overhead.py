@@ -3,7 +3,7 @@
 same work and against one step of `tgc run --steps` (the same program stepped inside tgc, no Python), side by
 side in one run; then the same for a training step of examples/logreg.tg.
 
-  PYTHONPATH=build/python python3 bench/python_overhead.py [--tgc build/tgc] [--repeat 5]
+  build/tgc-python bench/python_overhead.py [--tgc build/tgc] [--repeat 5]
 
 Each figure is the best of --repeat rounds, the rounds interleaved so that a noisy neighbour slows all alike. The
 `tgc run` step is (time of N+1 steps - time of 1 step) / N, so start-up and compilation cancel out.

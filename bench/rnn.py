@@ -10,7 +10,7 @@ scan's must not grow with the length). Prints each one's best of --repeat rounds
 tgc's speed-up (above 1: tgc is faster).
 
     bash bench/rnn.sh                               # installs PyTorch if missing, builds, runs this
-    PYTHONPATH=build/python python3 bench/rnn.py [--repeat 5]
+    build/tgc-python bench/rnn.py [--repeat 5]
 """
 import argparse
 import os

@@ -2,7 +2,7 @@
 """Training-step time on the CPU: a compiled tgc step against the same step written by hand in NumPy and in
 PyTorch eager (same initial params, same math), side by side in one run; then steps per second on sim.
 
-  PYTHONPATH=build/python python3 bench/train.py [--repeat 5] [--large-steps 5]
+  build/tgc-python bench/train.py [--repeat 5] [--large-steps 5]
 
 Two MLPs with examples/mlp.tg's structure (relu hidden layer, softmax cross-entropy from integer labels,
 accuracy, grad, four plain gradient-descent updates): examples/mlp.tg itself on its 300 spiral points

@@ -4,7 +4,7 @@ GPL, /usr/share/common-licenses/GPL-3) from Python: a shuffled mini-batch of win
 loss of each epoch (nats per character), then the model's continuation of the text's first characters. Reads
 the files examples/data/text_chars.py writes (it is run first when they are missing).
 
-  PYTHONPATH=build/python python3 examples/python/char_rnn.py [--epochs 8] [--batch 32] [--device auto]
+  build/tgc-python examples/python/char_rnn.py [--epochs 8] [--batch 32] [--device auto]
       [--data /tmp/text] [--text /usr/share/common-licenses/GPL-3]
 """
 import argparse

@@ -3,7 +3,7 @@
 accuracy after each epoch. Reads the .npy files examples/data/fashion_mnist.py writes (it is run first when
 they are missing).
 
-  PYTHONPATH=build/python python3 examples/python/train_cnn.py [--epochs 2] [--batch 64] [--device auto]
+  build/tgc-python examples/python/train_cnn.py [--epochs 2] [--batch 64] [--device auto]
       [--data /tmp/fashion]
 """
 import argparse

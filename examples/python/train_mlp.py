@@ -2,7 +2,7 @@
 """Trains examples/mlp.tg (a two-layer perceptron on three spiral arms) from Python and prints its loss and
 accuracy as it learns.
 
-  PYTHONPATH=build/python python3 examples/python/train_mlp.py [--steps 2000] [--device auto]
+  build/tgc-python examples/python/train_mlp.py [--steps 2000] [--device auto]
 """
 import argparse
 import os

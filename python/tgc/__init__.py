@@ -11,12 +11,30 @@ docs/python.md is the reference. Every error is a tgc.Error whose str() is what 
 
 import collections.abc
 import os
+import sys
 import warnings
 from typing import NamedTuple, Tuple, Union
 
-import numpy
+from . import _built_for
 
-from . import _tgc
+
+def _wrong_interpreter(why):
+    """An ImportError that says which interpreter the module was built for, when another one imports it."""
+    here = "%s (Python %d.%d)" % (sys.executable, sys.version_info[0], sys.version_info[1])
+    return ImportError("tgc's module was built for %s (Python %s, with NumPy), but this is %s, where %s; run "
+                       "it with %s, or with %s (that interpreter, with the module on its path)"
+                       % (_built_for.EXECUTABLE, _built_for.VERSION, here, why, _built_for.EXECUTABLE,
+                          _built_for.LAUNCHER))
+
+
+try:
+    import numpy
+except ImportError as error:
+    raise _wrong_interpreter("NumPy cannot be imported (%s)" % error) from None
+try:
+    from . import _tgc
+except ImportError as error:
+    raise _wrong_interpreter("its extension does not load (%s)" % error) from None
 from ._tgc import CompileError, DeviceError, Error, InputError, RunError, UsageError
 
 __version__ = _tgc.__version__

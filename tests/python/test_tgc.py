@@ -486,3 +486,17 @@ def test_a_scan_trains_from_python(device):
     losses = [float(first["loss"])] + [float(program.step(xs=xs)["loss"]) for _ in range(5)]
     assert all(b < a for a, b in zip(losses, losses[1:])), losses
     assert program.step(xs=xs[:2])["hs"].shape == (2, 3)
+
+
+def test_another_interpreter_is_told_which_one_the_module_is_for():
+    # `python3 -S` has no site-packages, so no NumPy: as a pyenv or conda Python without it would be.
+    module = os.path.dirname(os.path.dirname(os.path.abspath(tgc.__file__)))
+    result = subprocess.run([sys.executable, "-S", "-c", "import tgc"], capture_output=True, text=True,
+                            env=dict(os.environ, PYTHONPATH=module))
+    assert result.returncode != 0
+    assert "ImportError: tgc's module was built for /usr/bin/python3" in result.stderr, result.stderr
+    assert "NumPy cannot be imported" in result.stderr and "tgc-python" in result.stderr
+    launcher = os.path.join(os.path.dirname(module), "tgc-python")
+    result = subprocess.run([launcher, "-c", "import tgc, numpy; print(tgc.__version__)"], capture_output=True,
+                            text=True)
+    assert result.returncode == 0 and result.stdout.strip() == tgc.__version__, result.stderr

@@ -5,14 +5,15 @@
 // output is an array over tgc's buffer, which the array keeps alive. Kernels run with the GIL released, one
 // call into tgc at a time (the runtime is not reentrant); a Python object that a tgc buffer holds is let go
 // under the GIL, never from inside a call.
+#include "api/Api.h"
 #include "runtime/Blas.h"
 #include "runtime/Executor.h"
-#include "api/Api.h"
 
 #include <mutex>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -44,15 +45,31 @@ PyObject *errorType(api::Error::Kind kind) {
   return errorTypes.base;
 }
 
-/// Raises `error` as the tgc exception of its kind: str() is tgc's text; message, file, line and column
-/// (None when unknown) say what and where.
-[[noreturn]] void raise(const api::Error &error) {
-  std::string text = error.text;
+/// tgc's text of an error as Python shows it: without the command's "tgc: error: " before a message that has
+/// no location, options in Python's spelling (device="sim" for --device=sim), and an array of another dtype
+/// than an input's told how to convert it.
+std::string pythonText(std::string text) {
+  static const std::regex prefix(R"((^|\n)tgc: error: )"), device(R"(--device=(\w+))");
+  text = std::regex_replace(std::regex_replace(text, prefix, "$1"), device, "device=\"$1\"");
+  for (ir::DType dtype : ir::kAllDTypes) {
+    std::regex mistyped("(input '\\w+' has dtype \\w+, but the script declares " +
+                        std::string(ir::dtypeName(dtype)) + "(\\[[^\\]]*\\])?)");
+    std::string numpyType =
+        dtype == ir::DType::Bool ? "bool" : std::string("np.") + ir::dtypeInfo(dtype).numpy;
+    text = std::regex_replace(text, mistyped, "$1; convert it with .astype(" + numpyType + ")");
+  }
   while (!text.empty() && text.back() == '\n')
     text.pop_back();
+  return text;
+}
+
+/// Raises `error` as the tgc exception of its kind: str() is tgc's text (pythonText); message, file, line
+/// and column (None when unknown) say what and where.
+[[noreturn]] void raise(const api::Error &error) {
+  std::string text = pythonText(error.text);
   py::object type = py::reinterpret_borrow<py::object>(errorType(error.kind));
   py::object exception = type(text);
-  exception.attr("message") = error.message;
+  exception.attr("message") = pythonText(error.message);
   bool known = error.loc.known();
   exception.attr("file") = error.loc.file ? py::object(py::str(*error.loc.file)) : py::none();
   exception.attr("line") = known ? py::object(py::int_(error.loc.line)) : py::none();
@@ -127,29 +144,40 @@ std::optional<ir::DType> dtypeOf(const py::dtype &dtype) {
 
 /// NumPy's functions, looked up once (kept for the life of the process, as the module is).
 struct NumPy {
-  py::object asarray, ascontiguousarray, canCast, generic;
+  py::object asarray, ascontiguousarray, canCast, generic, isfinite, errstate;
 };
 const NumPy &numpy() {
   static const NumPy *functions = [] {
     py::module_ module = py::module_::import("numpy");
     return new NumPy{module.attr("asarray"), module.attr("ascontiguousarray"), module.attr("can_cast"),
-                     module.attr("generic")};
+                     module.attr("generic"), module.attr("isfinite"), module.attr("errstate")};
   }();
   return *functions;
 }
 
 /// The tensor of a value given for `port` ("input 'X'", "param 'w'"): a NumPy array or scalar of one of
 /// tgc's dtypes, read in place when its layout allows; any other value is converted by NumPy (a Python
-/// scalar or list takes the declared dtype when NumPy can cast to it within its kind).
+/// scalar or list takes the declared dtype when NumPy can cast to it within its kind). A NumPy scalar
+/// (np.float64(0.1)) for a scalar port is a weak scalar, as a Python number is: it takes the declared dtype
+/// within its kind when its value fits (an integer in range; a float that stays finite).
 runtime::Tensor tensorOf(py::handle value, const api::Port &port, const char *what) {
   const NumPy &np = numpy();
   py::object array = py::reinterpret_borrow<py::object>(value);
+  py::dtype declared(numpyName(port.type.dtype));
   if (!py::isinstance<py::array>(value)) {
     bool typed = py::isinstance(value, np.generic);
     array = np.asarray(value);
-    py::dtype declared(numpyName(port.type.dtype));
-    if (!typed && np.canCast(array.attr("dtype"), declared, "same_kind").cast<bool>())
-      array = np.asarray(array, declared);
+    if (np.canCast(array.attr("dtype"), declared, "same_kind").cast<bool>()) {
+      py::object quiet = np.errstate(py::arg("over") = "ignore"); // a value that does not fit is refused
+      quiet.attr("__enter__")();
+      py::object converted = np.asarray(array, declared);
+      quiet.attr("__exit__")(py::none(), py::none(), py::none());
+      bool fits = !typed ||
+                  (port.type.isScalar() &&
+                   (ir::isFloat(port.type.dtype) ? np.isfinite(converted).equal(np.isfinite(array))
+                                                 : np.asarray(converted, array.attr("dtype")).equal(array)));
+      if (fits) array = converted;
+    }
   }
   py::array numbers = array.cast<py::array>();
   std::string name = std::string(what) + " '" + port.name + "'";

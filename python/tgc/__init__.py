@@ -6,7 +6,8 @@
         out = program.step(X=X, y=y)          # runs, then applies the updates
     print(out["loss"], program.params["w"])
 
-docs/python.md is the reference. Every error is a tgc.Error whose str() is what the tgc command prints.
+docs/python.md is the reference. Every error is a tgc.Error whose str() is what the tgc command prints, in
+Python's words (no "tgc: error: ", device="sim" for --device=sim).
 """
 
 import collections.abc
@@ -58,11 +59,19 @@ class Spec(NamedTuple):
     shape: Tuple[Union[int, str], ...]
 
 
-def _usage_error(message):
-    """A tgc.UsageError raised here, with the attributes of those the library raises."""
-    error = UsageError("tgc: error: " + message)
+def _error(kind, message):
+    """A tgc error of `kind` raised here, with the attributes of those the library raises."""
+    error = kind(message)
     error.message, error.file, error.line, error.column = message, None, None, None
     return error
+
+
+def _usage_error(message):
+    return _error(UsageError, message)
+
+
+def _compile_error(message):
+    return _error(CompileError, message)
 
 
 def _specs(described):
@@ -146,19 +155,47 @@ class Program:
             self._native.source, self.device, list(self.inputs), list(self.outputs), list(self.params))
 
 
-def compile(path_or_source, device="auto", **options):
-    """Compiles a script: a path (a str without a newline, or an os.PathLike), or source text (a str with a
-    newline). device is "auto" (a CUDA GPU when a driver and a GPU answer, else the CPU), "cpu", "sim" (the
-    simulated device) or "cuda". Options are the command line's, in Python's spelling: lift ("global",
-    "local", "cost"), opt_include, opt_exclude (a pass name or a list of them), stop_after, print_after,
-    verify_each, optimize (False: -O0), no_cache, gpu_arch ("sm_90"), cost_model (a JSON file), dims ({name:
-    size} for the cost model)."""
-    if isinstance(path_or_source, os.PathLike):
-        path_or_source, is_path = os.fspath(path_or_source), True
+def compile(path_or_source=None, device="auto", *, source=None, path=None, **options):
+    """Compiles a script into a Program.
+
+    The script is `source=` (its text), `path=` (a file), or the first argument: an os.PathLike or a str
+    without a newline is a path, a str with a newline is source text (tgc.compile("output 1.0") is a path;
+    write tgc.compile(source="output 1.0")). device is "auto" (a CUDA GPU when a driver and a GPU answer,
+    else the CPU), "cpu", "sim" (the simulated device) or "cuda". Options are the command line's, in Python's
+    spelling: lift ("global", "local", "cost"), opt_include, opt_exclude (a pass name or a list of them),
+    stop_after, print_after, verify_each, optimize (False: -O0), no_cache, gpu_arch ("sm_90"), cost_model (a
+    JSON file), dims ({name: size} for the cost model).
+
+        program = tgc.compile("examples/logreg.tg", device="cpu")
+        program = tgc.compile(source="input x : f32[n]\noutput exp(x)\n")
+    """
+    given = [name for name, value in (("the first argument", path_or_source), ("source=", source),
+                                      ("path=", path)) if value is not None]
+    if len(given) != 1:
+        raise _usage_error("tgc.compile expects one script: a path or source text as the first argument, or "
+                           "source= or path=; got %s" % (" and ".join(given) if given else "none"))
+    if source is not None:
+        if not isinstance(source, str):
+            raise _usage_error("source= expects the script's text as a str, got %r" % (source,))
+        text, is_path = source, False
+    elif path is not None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise _usage_error("path= expects a file's path, got %r" % (path,))
+        text, is_path = os.fspath(path), True
+    elif isinstance(path_or_source, os.PathLike):
+        text, is_path = os.fspath(path_or_source), True
     elif isinstance(path_or_source, str):
-        is_path = "\n" not in path_or_source
+        text, is_path = path_or_source, "\n" not in path_or_source
+        if is_path and not os.path.exists(text):
+            raise _compile_error("cannot read '%s': no such file; tgc.compile took it as a path, having no "
+                                 "newline: for source text, write tgc.compile(source=%r)" % (text, text))
     else:
         raise _usage_error("tgc.compile expects a path or source text, got %r" % (path_or_source,))
     if not isinstance(device, str):
         raise _usage_error("device expects auto, cpu, sim or cuda, got %r" % (device,))
-    return Program(_tgc.compile(path_or_source, is_path, device, options))
+    return Program(_tgc.compile(text, is_path, device, options))
+
+
+def __dir__():
+    """What the module offers: its API, not the modules it imports."""
+    return sorted(__all__ + ["__version__", "blas"])

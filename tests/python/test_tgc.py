@@ -29,6 +29,18 @@ def cli(*args):
     return result.returncode, result.stdout, result.stderr
 
 
+NUMPY_NAMES = {"f32": "np.float32", "f64": "np.float64", "i32": "np.int32", "i64": "np.int64", "bool": "bool"}
+
+
+def as_python(stderr):
+    """The command's error text as the module words it: no "tgc: error: " before a message without a location,
+    options in Python's spelling, and an array of the wrong dtype told how to convert it."""
+    text = re.sub(r"(?m)^tgc: error: ", "", stderr.rstrip("\n"))
+    text = re.sub(r"--device=(\w+)", r'device="\1"', text)
+    return re.sub(r"(input '\w+' has dtype \w+, but the script declares (\w+)(\[[^\]]*\])?)",
+                  lambda m: m[1] + "; convert it with .astype(%s)" % NUMPY_NAMES[m[2]], text)
+
+
 def cli_values(stdout):
     """{name: [printed value, ...]} from `name = value` and `step N: name = value` lines."""
     values = {}
@@ -113,13 +125,22 @@ def test_symbolic_dimensions_are_bound_per_call():
         np.testing.assert_array_equal(out["y"], 2 * np.arange(n, dtype=np.float32))
 
 
-def test_python_scalars_and_lists_take_the_declared_dtype_within_their_kind():
+def test_python_and_numpy_scalars_take_the_declared_dtype_within_their_kind():
     program = tgc.compile(SCALE)
     np.testing.assert_array_equal(program(x=[1, 2], s=0.5)["y"], np.array([0.5, 1], np.float32))
+    # A NumPy scalar is weak as a Python number is, where its value fits; an array keeps its dtype.
+    np.testing.assert_array_equal(program(x=[1.0], s=np.float64(2))["y"], np.array([2], np.float32))
     with pytest.raises(tgc.InputError, match=r"input 's' has dtype f64, but the script declares f32"):
-        program(x=[1.0], s=np.float64(2))  # a NumPy value keeps its dtype: no silent conversion
+        program(x=[1.0], s=np.float64(1e300))  # not finite as an f32
+    with pytest.raises(tgc.InputError, match=r"input 'x' has dtype f64, but the script declares f32\[n\]; "
+                                             r"convert it with \.astype\(np\.float32\)"):
+        program(x=np.ones(2), s=1.0)
+    integer = tgc.compile("input i : i32\noutput i\n")
+    assert integer(i=np.int64(7))["i"].dtype == np.int32
     with pytest.raises(tgc.InputError):
-        tgc.compile("input i : i32\noutput i\n")(i=2.5)  # a float does not become an integer
+        integer(i=np.int64(2 ** 40))  # out of range
+    with pytest.raises(tgc.InputError):
+        integer(i=2.5)  # a float does not become an integer
 
 
 def test_zero_dimensional_outputs_are_zero_dimensional_arrays():
@@ -283,7 +304,7 @@ def test_every_script_error_of_the_cli_is_a_compile_error_with_its_text(path):
     with pytest.raises(tgc.CompileError) as caught:
         tgc.compile(path)
     error = caught.value
-    assert str(error) == stderr.rstrip("\n")
+    assert str(error) == as_python(stderr)
     first = stderr.splitlines()[0]
     location = re.match(r"(.*):(\d+):(\d+): error: (.*)", first)
     if location:
@@ -315,7 +336,7 @@ def test_what_is_not_a_script_is_refused_as_the_cli_refuses_it(tmp_path):
         assert code == 1
         with pytest.raises(tgc.CompileError) as caught:
             tgc.compile(path)
-        assert str(caught.value) == stderr.rstrip("\n")
+        assert str(caught.value) == as_python(stderr)
 
 
 def test_input_errors_have_the_clis_text():
@@ -333,7 +354,7 @@ def test_input_errors_have_the_clis_text():
         assert code == 1
         with pytest.raises(tgc.InputError) as caught:
             program(**inputs)
-        assert str(caught.value) == stderr.rstrip("\n")
+        assert str(caught.value) == as_python(stderr)
         assert isinstance(caught.value, ValueError)
     with pytest.raises(tgc.InputError, match=r"missing input 'y', declared f32\[n\]") as caught:
         program(X=X)
@@ -379,7 +400,7 @@ def test_an_absent_gpu_is_a_device_error():
         pytest.skip("a CUDA GPU answers on this machine")
     with pytest.raises(tgc.DeviceError) as caught:
         tgc.compile(os.path.join(EXAMPLES, "logreg.tg"), device="cuda")
-    assert str(caught.value) == stderr.rstrip("\n")
+    assert str(caught.value) == as_python(stderr)
 
 
 def test_every_error_is_a_tgc_error():
@@ -500,3 +521,37 @@ def test_another_interpreter_is_told_which_one_the_module_is_for():
     result = subprocess.run([launcher, "-c", "import tgc, numpy; print(tgc.__version__)"], capture_output=True,
                             text=True)
     assert result.returncode == 0 and result.stdout.strip() == tgc.__version__, result.stderr
+
+
+def test_compile_takes_source_or_path_by_keyword_and_says_which_it_tried():
+    assert tgc.compile(source="output 1.0")()["1.0"] == 1.0
+    assert list(tgc.compile(path=os.path.join(EXAMPLES, "softmax.tg")).outputs)
+    with pytest.raises(tgc.CompileError, match=r"cannot read 'output 1\.0': no such file; tgc\.compile took it "
+                                               r"as a path, having no newline: for source text, write "
+                                               r"tgc\.compile\(source='output 1\.0'\)"):
+        tgc.compile("output 1.0")
+    with pytest.raises(tgc.UsageError, match="expects one script"):
+        tgc.compile("output 1.0\n", source="output 2.0\n")
+    with pytest.raises(tgc.UsageError, match="expects one script"):
+        tgc.compile()
+
+
+def test_the_module_shows_its_api_with_docstrings():
+    assert dir(tgc) == sorted(tgc.__all__ + ["__version__", "blas"])
+    for name in tgc.__all__:
+        assert getattr(tgc, name).__doc__, name
+    assert "source=" in tgc.compile.__doc__ and "device" in tgc.compile.__doc__
+
+
+def test_errors_read_as_python_not_as_the_command_line():
+    with pytest.raises(tgc.InputError) as caught:
+        tgc.compile(source="input x : f32\noutput x\n")()
+    assert not str(caught.value).startswith("tgc: error:")
+    if os.path.exists("/nonexistent/libcuda.so.1"):
+        pytest.skip("a driver where none should be")
+    result = subprocess.run([sys.executable, "-c", "import tgc\ntry:\n  tgc.compile(source='output 1.0', "
+                             "device='cuda')\nexcept tgc.DeviceError as e:\n  print(e)"],
+                            capture_output=True, text=True,
+                            env=dict(os.environ, TGC_CUDA_DRIVER="/nonexistent/libcuda.so.1"))
+    assert 'device="cuda": no CUDA driver' in result.stdout and 'device="sim" runs' in result.stdout, result
+    assert "--device" not in result.stdout

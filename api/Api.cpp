@@ -40,7 +40,8 @@ struct Diagnostics {
 };
 
 /// The program `source` builds (names, types, shapes, grad), or Error(Compile) with every diagnostic.
-std::unique_ptr<ir::Program> build(const Source &source, const Options &options, Diagnostics &diags) {
+std::unique_ptr<ir::Program> build(const Source &source, const Options &options, Diagnostics &diags,
+                                   bool withUpdates = true) {
   frontend::ModuleLoader loader(diags.engine, frontend::ModuleLoader::searchPathFromEnvironment());
   std::unique_ptr<ir::Program> program;
   try {
@@ -51,6 +52,10 @@ std::unique_ptr<ir::Program> build(const Source &source, const Options &options,
     diags.engine.report(error);
   }
   if (!program || diags.engine.hasErrors()) diags.fail(Error::Kind::Compile);
+  if (!withUpdates) { // the updates' values are the graph's last outputs
+    program->graph.keepOutputs(program->outputs.size());
+    program->updates.clear();
+  }
   return program;
 }
 
@@ -224,6 +229,19 @@ struct Program::State {
     return *session_;
   }
 
+  /// The program without its updates, compiled on first use: what a run given only some inputs runs, so
+  /// that an input only the updates read (a learning rate) may be left out, however fusion merged them.
+  State &outputsOnly() {
+    if (outputsOnly_) return *outputsOnly_;
+    auto variant = std::make_unique<State>(source, options);
+    variant->options.warnings = nullptr;
+    variant->program = build(variant->source, variant->options, variant->diags, /*withUpdates=*/false);
+    if (variant->options.optimize)
+      opt::optimize(*variant->program, variant->optimizerOptions(nullptr, nullptr));
+    outputsOnly_ = std::move(variant);
+    return *outputsOnly_;
+  }
+
   Source source;
   Options options;
   Diagnostics diags{source}; // keeps the sources read, to show the line of an error found later
@@ -231,6 +249,7 @@ struct Program::State {
   opt::OptimizerProfile profile;
   std::vector<Port> inputs, params, outputs;
   std::unique_ptr<runtime::Session> session_;
+  std::unique_ptr<State> outputsOnly_;
 };
 
 Program Program::compile(const Source &source, const Options &options) {
@@ -272,7 +291,19 @@ const Source &Program::source() const {
 }
 
 std::vector<runtime::Tensor> Program::run(const Values &inputs) {
-  return state_->guarded(Error::Kind::Run, [&] { return state_->session().step(inputs, false); });
+  State &state = *state_;
+  bool missing = false;
+  for (const Port &input : state.inputs)
+    missing = missing || !inputs.count(input.name);
+  if (!missing || state.program->updates.empty())
+    return state.guarded(Error::Kind::Run, [&] { return state.session().step(inputs, false); });
+  // Some input is not given: the program without its updates runs, on the params' current values.
+  return state.guarded(Error::Kind::Run, [&] {
+    runtime::Session &variant = state.outputsOnly().session();
+    for (const Port &param : state.params)
+      variant.setParam(param.name, state.session().param(param.name));
+    return variant.step(inputs, false);
+  });
 }
 
 std::vector<runtime::Tensor> Program::step(const Values &inputs) {

@@ -118,8 +118,9 @@ public:
   const Source &source() const;
 
   /// Runs the script on `inputs` (one host tensor per input, by name) and returns its outputs in outputs()
-  /// order, without applying the updates. Error(Input) for inputs that do not fit; Error(Run) for errors
-  /// found while running. The params are initialized on the first call.
+  /// order, without applying the updates. An input that only the updates read may be left out (then the
+  /// program without its updates runs, compiled once). Error(Input) for inputs that do not fit; Error(Run)
+  /// for errors found while running. The params are initialized on the first call.
   std::vector<runtime::Tensor> run(const Values &inputs);
   /// As run, then applies the updates (all at once).
   std::vector<runtime::Tensor> step(const Values &inputs);

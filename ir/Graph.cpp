@@ -154,6 +154,17 @@ void Graph::setOutput(size_t index, Value *value) {
   changed();
 }
 
+void Graph::keepOutputs(size_t count) {
+  while (outputs_.size() > count) {
+    Value *old = outputs_.back();
+    auto &uses = old->clients_;
+    uses.erase(std::find(uses.begin(), uses.end(), outputUse(outputs_.size() - 1)));
+    if (old->owner_) maybeDead_.push_back(old->owner_);
+    outputs_.pop_back();
+  }
+  changed();
+}
+
 std::vector<Node *> Graph::nodes() const {
   std::vector<Node *> live;
   for (size_t id = 0; id < nodes_.size(); ++id)

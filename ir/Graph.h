@@ -150,6 +150,8 @@ public:
   /// Pins a node to a place (`@host` / `@device`).
   void setPin(Node *node, Pin pin) { node->pin_ = pin; }
   void setOutput(size_t index, Value *value);
+  /// Keeps the first `count` outputs and drops the others (what only they read becomes dead).
+  void keepOutputs(size_t count);
 
   const std::vector<Value *> &inputs() const { return inputs_; }
   const std::vector<Value *> &outputs() const { return outputs_; }

@@ -25,6 +25,7 @@ void checkInputs(const std::vector<ir::Value *> &inputs, const std::vector<Tenso
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ir::TensorType &type = inputs[i]->type();
     const Tensor &tensor = tensors[i];
+    if (!tensor.defined()) continue; // an input the run does not read
     auto name = [&] { return "input '" + inputs[i]->name() + "'"; };
     ir::SourceLoc loc = i < declarations.size() ? declarations[i] : ir::SourceLoc{};
     if (tensor.dtype() != type.dtype)
@@ -79,6 +80,20 @@ Executor::Executor(const ir::Graph &graph, Device *device)
   for (const ir::Node *node : graph.toposort())
     for (const ir::Value *output : node->outputs())
       number(output);
+}
+
+std::vector<bool> Executor::readsInputs(size_t count) {
+  const Plan &plan = this->plan(count);
+  std::vector<bool> reads(graph_.inputs().size(), false);
+  auto read = [&](uint32_t slot) {
+    if (slot < reads.size()) reads[slot] = true;
+  };
+  for (const Step &step : plan.steps)
+    for (uint32_t slot : step.arguments)
+      read(slot);
+  for (uint32_t slot : plan.outputs)
+    read(slot);
+  return reads;
 }
 
 const Executor::Plan &Executor::plan(size_t count) {

@@ -53,6 +53,10 @@ public:
   std::vector<Tensor> run(const std::vector<Tensor> &inputs, size_t count = SIZE_MAX,
                           bool synchronize = true);
 
+  /// Per graph input, whether evaluating the first `count` outputs reads it (an input it does not read may
+  /// be given as an undefined tensor).
+  std::vector<bool> readsInputs(size_t count = SIZE_MAX);
+
   /// The transfers made by every run so far.
   const TransferStats &transfers() const { return transfers_; }
   Device &device() const { return *device_; }

@@ -51,10 +51,18 @@ std::vector<Tensor> Session::step(const std::map<std::string, Tensor> &inputs, b
   for (const ir::Program::Input &input : program_.inputs) {
     TG_ASSERT(graphInputs[tensors.size()] == input.value) << "input '" << input.name << "' out of order";
     auto found = inputs.find(input.name);
-    if (found == inputs.end())
-      throw InputError("missing input '" + input.name + "', declared " + input.value->type().str(),
-                       input.loc);
-    tensors.push_back(found->second);
+    if (found != inputs.end()) {
+      tensors.push_back(found->second);
+      continue;
+    }
+    // Without updates, an input that only the updates read (a learning rate) may be left out.
+    if (!applyUpdates && readByOutputs_.empty())
+      readByOutputs_ = executor_.readsInputs(program_.outputs.size());
+    if (!applyUpdates && !readByOutputs_[tensors.size()]) {
+      tensors.emplace_back();
+      continue;
+    }
+    throw InputError("missing input '" + input.name + "', declared " + input.value->type().str(), input.loc);
   }
   tensors.insert(tensors.end(), params_.begin(), params_.end());
   std::vector<ir::SourceLoc> declarations;

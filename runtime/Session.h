@@ -20,7 +20,8 @@ public:
 
   /// Runs one step on the named inputs and returns the outputs in program.outputs order; then applies the
   /// updates unless `applyUpdates` is false. Throws InputError for a missing or unknown input name and for an
-  /// input that does not fit its declared type.
+  /// input that does not fit its declared type; without updates, an input that no output reads may be left
+  /// out (a learning rate only the updates read).
   std::vector<Tensor> step(const std::map<std::string, Tensor> &inputs, bool applyUpdates = true);
 
   /// The transfers between host and device made by the steps so far.
@@ -38,8 +39,9 @@ private:
 
   const ir::Program &program_;
   Executor executor_;
-  std::vector<Tensor> params_; // in program.params order
-  TransferStats uploads_;      // params moved to device memory once, at the start
+  std::vector<Tensor> params_;      // in program.params order
+  std::vector<bool> readByOutputs_; // per graph input, whether the outputs read it (made when first asked)
+  TransferStats uploads_;           // params moved to device memory once, at the start
 };
 
 } // namespace tg::runtime

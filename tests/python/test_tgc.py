@@ -555,3 +555,18 @@ def test_errors_read_as_python_not_as_the_command_line():
                             env=dict(os.environ, TGC_CUDA_DRIVER="/nonexistent/libcuda.so.1"))
     assert 'device="cuda": no CUDA driver' in result.stdout and 'device="sim" runs' in result.stdout, result
     assert "--device" not in result.stdout
+
+
+@pytest.mark.parametrize("device", ["cpu", "sim"])
+def test_a_run_may_leave_out_an_input_only_the_updates_read(device):
+    # Fusion puts the output and the update in one kernel; a run without lr still runs, on the current w.
+    program = tgc.compile(source="input x : f32\ninput lr : f32\nparam w : f32 = 1.0\n"
+                                 "let g = grad((w * x) ** 2, w)\nupdate w = w - lr * g\noutput w * x\n",
+                          device=device)
+    assert program(x=2.0)["w * x"] == 2.0
+    program.step(x=2.0, lr=0.1)  # w = 1 - 0.1 * 8
+    np.testing.assert_allclose(program(x=2.0)["w * x"], 0.4, rtol=1e-6)
+    with pytest.raises(tgc.InputError, match="missing input 'lr'"):
+        program.step(x=2.0)  # a step applies the updates: it needs lr
+    with pytest.raises(tgc.InputError, match="missing input 'x'"):
+        program(lr=0.1)  # the output reads x

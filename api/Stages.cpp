@@ -2,10 +2,12 @@
 
 #include "codegen/Kernel.h"
 #include "ir/Loop.h"
+#include "ir/Printers.h"
 #include "ir/ScalarGraph.h"
 #include "runtime/DevicePlan.h"
 #include "runtime/Print.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -89,18 +91,41 @@ void printNamed(std::ostream &out, const std::string &name, const runtime::Tenso
 std::string explainPlacement(const ir::Program &program, const opt::PlacementReasons &reasons) {
   std::ostringstream out;
   const std::vector<ir::Node *> &order = program.graph.toposort();
+  // Placed for a device or not: without one the lift never ran, and every node is the host's.
+  bool placed = !reasons.empty();
+  if (!placed)
+    out << "not placed for a device: every node runs on the host (--device=sim or --device=cuda places the "
+           "graph for one)\n";
+  struct Row {
+    std::string index, source, op, place, type, why;
+  };
+  std::vector<Row> rows{{"#", "source", "op", "place", "type", placed ? "why" : ""}};
   for (size_t i = 0; i < order.size(); ++i) {
     const ir::Node *node = order[i];
     bool transfer = node->op().kind() == ir::OpKind::ToDevice || node->op().kind() == ir::OpKind::ToHost;
     auto reason = reasons.find(node);
-    std::string why = transfer                  ? "transfer"
-                      : reason != reasons.end() ? reason->second
-                                                : "made by a later pass";
-    char line[200];
-    std::snprintf(line, sizeof line, "%4zu  %-24s %-7s %-22s ", i, node->op().str().c_str(),
-                  node->op().place() == ir::Place::Device ? "device" : "host",
-                  node->output()->type().str().c_str());
-    out << line << why << "\n";
+    rows.push_back({std::to_string(i), ir::shortSource(*node), ir::shortOpName(node->op(), 36),
+                    node->op().place() == ir::Place::Device ? "device" : "host", node->output()->type().str(),
+                    !placed                   ? ""
+                    : transfer                ? "transfer"
+                    : reason != reasons.end() ? reason->second
+                                              : "made by a later pass"});
+  }
+  // Columns as wide as their widest entry (a fused op's name is shortened), the reason last.
+  size_t widths[5] = {0, 0, 0, 0, 0};
+  for (const Row &row : rows) {
+    const std::string *cells[5] = {&row.index, &row.source, &row.op, &row.place, &row.type};
+    for (size_t c = 0; c < 5; ++c)
+      widths[c] = std::max(widths[c], cells[c]->size());
+  }
+  for (const Row &row : rows) {
+    std::string line = std::string(widths[0] - row.index.size(), ' ') + row.index;
+    const std::string *cells[5] = {&row.source, &row.op, &row.place, &row.type, &row.why};
+    for (size_t c = 0; c < 5; ++c)
+      line += "  " + *cells[c] + (c < 4 ? std::string(widths[c + 1] - cells[c]->size(), ' ') : "");
+    while (!line.empty() && line.back() == ' ')
+      line.pop_back();
+    out << line << "\n";
   }
   return out.str();
 }

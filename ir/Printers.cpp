@@ -300,7 +300,10 @@ void dotStatements(std::ostringstream &out, const Program &program, const std::s
   auto nodeId = [&](const Node *node) { return prefix + "n" + std::to_string(node->id()); };
   for (const Node *node : graph.toposort()) {
     std::string id = nodeId(node);
-    out << "  " << id << " [shape=box, label=" << jsonQuote(node->op().str())
+    std::string source = shortSource(*node);
+    out << "  " << id << " [shape=box, label="
+        << jsonQuote(shortOpName(node->op(), 40) + (source.empty() ? "" : "\n" + source)) << ", tooltip="
+        << jsonQuote(node->op().str() + (node->loc().known() ? " at " + node->loc().str() : ""))
         << (place(*node) == "device" ? ", style=filled, fillcolor=lightblue" : "") << "];\n";
     for (const Value *input : node->inputs()) {
       std::string from;
@@ -338,6 +341,36 @@ void dotStatements(std::ostringstream &out, const Program &program, const std::s
 }
 
 } // namespace
+
+std::string shortOpName(const Op &op, size_t width) {
+  std::string text = op.str();
+  if (text.size() <= width) return text;
+  if (op.kind() == OpKind::Fused && op.attrs().body) {
+    std::vector<std::string> members = op.attrs().body->memberNames();
+    std::string count = " ... " + std::to_string(members.size()) + " ops}";
+    std::string shown = "fused{";
+    for (size_t i = 0; i < members.size(); ++i) {
+      std::string next = (i ? ", " : "") + members[i];
+      if (shown.size() + next.size() + count.size() > width && i > 0) break;
+      shown += next;
+    }
+    return shown + count;
+  }
+  return text;
+}
+
+std::string shortSource(const Node &node) {
+  const SourceLoc &loc = node.loc();
+  std::string where;
+  if (loc.known()) {
+    const std::string &file = *loc.file;
+    size_t slash = file.find_last_of('/');
+    where = (slash == std::string::npos ? file : file.substr(slash + 1)) + ":" + std::to_string(loc.line);
+  }
+  const std::string &name = node.output()->name();
+  if (!name.empty()) where += (where.empty() ? "" : " ") + name;
+  return where;
+}
 
 std::string printDot(const Program &program) {
   std::ostringstream out;

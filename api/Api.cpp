@@ -47,7 +47,7 @@ std::unique_ptr<ir::Program> build(const Source &source, const Options &options,
   try {
     const frontend::Module *module = loader.loadSource(source.name, source.text);
     if (module && !diags.engine.hasErrors())
-      program = frontend::buildProgram(*module, loader, diags.engine, options.rebinding);
+      program = frontend::buildProgram(*module, loader, diags.engine, {options.rebinding, options.sizes});
   } catch (const ir::UserError &error) {
     diags.engine.report(error);
   }

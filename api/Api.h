@@ -89,6 +89,8 @@ struct Options {
   std::ostream *warnings = &std::cerr; // the optimizer's warnings and --print-after; null: dropped
   bool rebinding = false; // a name of the script's top level may be bound again, the later binding shadowing
                           // the earlier (the REPL: `let x = x + 1`); otherwise an error
+  std::map<std::string, int64_t> sizes; // symbolic dimensions given a size: {"n": 128} makes f32[n, 4]
+                                        // f32[128, 4], and `n` the integer 128
 };
 
 /// An input, param or output: its name and declared type (dtype, and a shape whose dimensions may be

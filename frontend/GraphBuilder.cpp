@@ -90,7 +90,7 @@ std::unique_ptr<ir::Program> GraphBuilder::build(const Module &script) {
 
 void GraphBuilder::declare(Scope &scope, const Identifier &id, Binding binding) {
   const Binding *previous = scope.findLocal(id.name);
-  if (previous && !(rebinding_ && &scope == &modules_.front()->scope)) {
+  if (previous && !(options_.rebinding && &scope == &modules_.front()->scope)) {
     diags_.error(id.loc, "'" + id.name + "' is already defined");
     if (previous->loc.known()) diags_.note(previous->loc, "previous definition of '" + id.name + "' is here");
     return;
@@ -104,10 +104,13 @@ ir::TensorType GraphBuilder::declaredType(const TypeExpr &type, bool isParam) {
   if (!dtype) fail(type.loc, "unknown dtype '" + type.dtype + "'; expected one of " + ir::dtypeNames());
   ir::Shape shape;
   for (const DimExpr &dim : type.dims) {
-    if (dim.isSymbol && isParam)
+    auto size = dim.isSymbol ? options_.sizes.find(dim.symbol) : options_.sizes.end();
+    if (dim.isSymbol && isParam && size == options_.sizes.end())
       fail(dim.loc, "a param needs a static shape, but dimension '" + dim.symbol + "' is symbolic");
     if (!dim.isSymbol && dim.size < 0) fail(dim.loc, "dimension sizes cannot be negative");
-    shape.push_back(dim.isSymbol ? ir::Dim::named(dim.symbol) : ir::Dim::of(dim.size));
+    shape.push_back(size != options_.sizes.end() ? ir::Dim::of(size->second)
+                    : dim.isSymbol               ? ir::Dim::named(dim.symbol)
+                                                 : ir::Dim::of(dim.size));
   }
   return {*dtype, shape, ir::Place::Host};
 }
@@ -174,11 +177,12 @@ void GraphBuilder::statement(const Stmt &stmt, ModuleScope &module, bool isScrip
     case Stmt::Kind::Param: {
       scriptOnly("param");
       const auto &param = *stmt.as<ParamStmt>();
-      ir::TensorType type = declaredType(param.type, /*isParam=*/true);
       // The initial value is computed once, by its own graph, before the first step.
-      graph_ = &program_->init;
       ir::Value *initial = nullptr;
+      ir::TensorType type;
       try {
+        type = declaredType(param.type, /*isParam=*/true);
+        graph_ = &program_->init;
         initial = fitToType(evaluateTensor(*param.init, module.scope, "a param's initial value"), type,
                             param.init->loc, "the initial value of '" + param.name.name + "'");
       } catch (...) {
@@ -575,6 +579,13 @@ TypedValue GraphBuilder::evaluateName(const NameExpr &expr, const Scope &scope) 
     return {apply(Op(OpKind::DimSize, axis), {visible(source.input, &program_->graph)}, expr.loc).value,
             true};
   }
+  if (auto size = options_.sizes.find(expr.name); !binding && size != options_.sizes.end()) {
+    ir::TensorData data(DType::I64, {}); // a size given at compile time: an integer literal
+    data.data<int64_t>()[0] = size->second;
+    ir::Value *literal = graph_->addConstant(std::move(data));
+    literalLocs_[literal] = expr.loc;
+    return {literal, true};
+  }
   if (!binding) {
     if (isBuiltin(expr.name))
       fail(expr.loc, "'" + expr.name + "' is a builtin function; call it with arguments");
@@ -863,8 +874,8 @@ std::vector<int64_t> GraphBuilder::staticInts(const Expr &expr, const Scope &sco
 } // namespace detail
 
 std::unique_ptr<ir::Program> buildProgram(const Module &script, ModuleLoader &loader, DiagnosticEngine &diags,
-                                          bool rebinding) {
-  GraphBuilder builder(loader, diags, rebinding);
+                                          const BuildOptions &options) {
+  GraphBuilder builder(loader, diags, options);
   return builder.build(script);
 }
 

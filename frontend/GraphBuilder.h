@@ -8,16 +8,25 @@
 #include "frontend/ModuleLoader.h"
 #include "ir/Program.h"
 
+#include <map>
 #include <memory>
 #include <string>
 
 namespace tg::frontend {
 
+/// How a script is built, beyond its text.
+struct BuildOptions {
+  /// A name of the script's top level may be bound again (the REPL's `let x = x + 1`): the later binding
+  /// shadows the earlier; otherwise that is an error.
+  bool rebinding = false;
+  /// Symbolic dimensions given a size when the script is compiled: with {"n": 128}, `f32[n, 4]` declares
+  /// f32[128, 4] and `n` is the integer 128 (sizes without formatting the script's text).
+  std::map<std::string, int64_t> sizes;
+};
+
 /// Builds the program of a parsed script. Returns nullptr when any error was reported (several may be).
-/// With `rebinding`, a name of the script's top level may be bound again (the REPL's `let x = x + 1`): the
-/// later binding shadows the earlier; otherwise that is an error.
 std::unique_ptr<ir::Program> buildProgram(const Module &script, ModuleLoader &loader, DiagnosticEngine &diags,
-                                          bool rebinding = false);
+                                          const BuildOptions &options = {});
 
 /// Parses and builds a script file: what `tgc run` and `tgc compile` do first.
 std::unique_ptr<ir::Program> compileScript(const std::string &path, DiagnosticEngine &diags);

@@ -83,8 +83,8 @@ struct AlreadyReported {};
 
 class GraphBuilder {
 public:
-  GraphBuilder(ModuleLoader &loader, DiagnosticEngine &diags, bool rebinding = false)
-      : loader_(loader), diags_(diags), rebinding_(rebinding) {}
+  GraphBuilder(ModuleLoader &loader, DiagnosticEngine &diags, BuildOptions options = {})
+      : loader_(loader), diags_(diags), options_(std::move(options)) {}
   std::unique_ptr<ir::Program> build(const Module &script);
 
   // Expressions (GraphBuilder.cpp).
@@ -193,7 +193,7 @@ private:
   std::unique_ptr<ir::Program> program_;
   ir::Graph *graph_ = nullptr; // the graph expressions are built into: program_->graph, or ->init for params
   std::vector<std::unique_ptr<ModuleScope>> modules_;
-  bool rebinding_; // the script's top-level names may be bound again (buildProgram)
+  BuildOptions options_;
   std::vector<std::string> importStack_;
   std::vector<const DefStmt *> callStack_;
   std::vector<std::unique_ptr<Scope>> callScopes_;

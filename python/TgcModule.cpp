@@ -6,6 +6,7 @@
 // call into tgc at a time (the runtime is not reentrant); a Python object that a tgc buffer holds is let go
 // under the GIL, never from inside a call.
 #include "api/Api.h"
+#include "frontend/Diagnostics.h"
 #include "runtime/Blas.h"
 #include "runtime/Executor.h"
 
@@ -150,7 +151,7 @@ const NumPy &numpy() {
   static const NumPy *functions = [] {
     py::module_ module = py::module_::import("numpy");
     return new NumPy{module.attr("asarray"), module.attr("ascontiguousarray"), module.attr("can_cast"),
-                     module.attr("generic"), module.attr("isfinite"), module.attr("errstate")};
+                     module.attr("generic"), module.attr("isfinite"),          module.attr("errstate")};
   }();
   return *functions;
 }
@@ -304,11 +305,23 @@ api::Options optionsOf(const py::dict &given) {
           raiseUsage("dims expects names and non-negative sizes, got " + py::repr(value).cast<std::string>());
         optimizer.costModel.dims[name.cast<std::string>()] = size.cast<int64_t>();
       }
+    } else if (option == "sizes") {
+      if (!py::isinstance<py::dict>(value)) raiseUsage("sizes expects a dict of sizes, e.g. {'n': 128}");
+      for (auto [name, size] : value.cast<py::dict>()) {
+        if (!py::isinstance<py::str>(name) || !py::isinstance<py::int_>(size) ||
+            size.cast<py::int_>() < py::int_(0))
+          raiseUsage("sizes expects names and non-negative sizes, got " +
+                     py::repr(value).cast<std::string>());
+        options.sizes[name.cast<std::string>()] = size.cast<int64_t>();
+      }
     } else {
       raiseUsage(
           "compile() got an unexpected option '" + option +
           "'; options: lift, opt_include, opt_exclude, stop_after, print_after, verify_each, optimize, "
-          "no_cache, gpu_arch, cost_model, dims");
+          "no_cache, gpu_arch, cost_model, dims, sizes" +
+          frontend::didYouMean(option, {"lift", "opt_include", "opt_exclude", "stop_after", "print_after",
+                                        "verify_each", "optimize", "no_cache", "gpu_arch", "cost_model",
+                                        "dims", "sizes"}));
     }
   }
   return options;

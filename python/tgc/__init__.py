@@ -164,7 +164,8 @@ def compile(path_or_source=None, device="auto", *, source=None, path=None, **opt
     else the CPU), "cpu", "sim" (the simulated device) or "cuda". Options are the command line's, in Python's
     spelling: lift ("global", "local", "cost"), opt_include, opt_exclude (a pass name or a list of them),
     stop_after, print_after, verify_each, optimize (False: -O0), no_cache, gpu_arch ("sm_90"), cost_model (a
-    JSON file), dims ({name: size} for the cost model).
+    JSON file), dims ({name: size} for the cost model); and sizes ({name: size}: symbolic dimensions made
+    static, so that f32[n, 4] is f32[128, 4] and n is 128, without formatting the script's text).
 
         program = tgc.compile("examples/logreg.tg", device="cpu")
         program = tgc.compile(source="input x : f32[n]\noutput exp(x)\n")

@@ -570,3 +570,16 @@ def test_a_run_may_leave_out_an_input_only_the_updates_read(device):
         program.step(x=2.0)  # a step applies the updates: it needs lr
     with pytest.raises(tgc.InputError, match="missing input 'x'"):
         program(lr=0.1)  # the output reads x
+
+
+def test_sizes_make_symbolic_dimensions_static_without_formatting_the_script():
+    source = "input x : f32[n, 4]\nparam h : f32[n, 8] = zeros([n, 8])\noutput x @ ones([4, 8]) + h, n\n"
+    program = tgc.compile(source=source, device="cpu", sizes={"n": 3})
+    assert program.inputs["x"].shape == (3, 4) and program.params.specs["h"].shape == (3, 8)
+    out = program(x=np.ones((3, 4), np.float32))
+    np.testing.assert_array_equal(out["x @ ones([4, 8]) + h"], np.full((3, 8), 4, np.float32))
+    assert out["n"] == 3
+    with pytest.raises(tgc.InputError, match=r"dimension 0 is 5, but the script declares f32\[3, 4\]"):
+        program(x=np.ones((5, 4), np.float32))
+    with pytest.raises(tgc.UsageError, match="did you mean 'sizes'"):
+        tgc.compile(source=source, size={"n": 3})

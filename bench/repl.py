@@ -5,9 +5,11 @@
   python3 bench/repl.py [--tgc build/tgc] [--lines 100,1000,10000] [--repeat 3]
 
 For each session length N, pipes N lines `let vI = vI-1 * 1.0001 + 1.0` (each reading the one before) into
-`tgc repl --device=cpu` and reports statements per second over the whole session, and over its last tenth
-alone (from the time the REPL took to answer the lines before it and after: the rate at the end of a long
-session). The best of --repeat runs each; the machine is shared, so compare the rows of one run.
+`tgc repl --device=cpu` and reports statements per second over the whole session, and the cost of a statement
+between the previous length and this one (the difference of the two sessions' times over the difference of
+their lengths: what a statement costs that deep into a session, start-up aside). Constant cost per statement
+shows as that column staying flat. The best of --repeat runs each; the machine is shared, so compare the rows
+of one run.
 """
 import argparse
 import os
@@ -39,12 +41,13 @@ def main():
     parser.add_argument("--lines", default="100,1000,10000")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    print("%8s %12s %14s %18s" % ("lines", "seconds", "statements/s", "last tenth, st/s"))
+    print("%8s %12s %14s %24s" % ("lines", "seconds", "statements/s", "ms/statement since last"))
+    previous = (0, min(seconds(args.tgc, "") for _ in range(args.repeat)))  # start-up alone
     for lines in (int(n) for n in args.lines.split(",")):
         whole = min(seconds(args.tgc, session(lines)) for _ in range(args.repeat))
-        head = min(seconds(args.tgc, session(lines - lines // 10)) for _ in range(args.repeat))
-        tail = (lines // 10) / max(whole - head, 1e-9)
-        print("%8d %12.3f %14.0f %18.0f" % (lines, whole, lines / whole, tail))
+        marginal = (whole - previous[1]) / (lines - previous[0]) * 1e3
+        print("%8d %12.3f %14.0f %24.3f" % (lines, whole, lines / whole, marginal))
+        previous = (lines, whole)
 
 
 if __name__ == "__main__":

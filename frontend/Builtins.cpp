@@ -97,17 +97,167 @@ private:
   std::vector<const Expr *> values_;
 };
 
-/// The builtins that are not ops of their own name: casts are spelled by their dtype (f32(x)).
-const std::set<std::string> kFunctions{
-    "load",          "grad",          "var", "std",    "take",   "take_along_axis",  "one_hot",
-    "inc_subtensor", "set_subtensor", "pad", "conv1d", "conv2d", "conv_transpose2d", "max_pool2d",
-    "avg_pool2d",    "scan"};
+/// A builtin that is not an op of its own name (casts are spelled by their dtype: f32(x)): its parameters,
+/// which calls are checked against, and a line of doc for `tgc help NAME`. grad and scan take a list of
+/// values ("..." stands for more of the one before it); their parameters here say how, and their calls are
+/// checked where they are built.
+struct Function {
+  Signature signature;
+  const char *doc;
+};
+const std::map<std::string, Function> kFunctions{
+    {"load", {{{"path"}, 1}, "a constant read from a .npy file (a path in quotes, relative to the script)"}},
+    {"grad",
+     {{{"cost", "x1", "...", "disconnected"}, 3},
+      "the gradients of a scalar cost with respect to each x (let gw, gb = grad(loss, w, b)); "
+      "disconnected=\"zero\" gives zeros for a value the cost does not depend on, which is otherwise an "
+      "error"}},
+    {"var",
+     {{{"x", "axis", "ddof", "keepdims"}, 1},
+      "NumPy's variance: the mean squared deviation from the mean over axis, times n / (n - ddof)"}},
+    {"std", {{{"x", "axis", "ddof", "keepdims"}, 1}, "NumPy's standard deviation: the square root of var"}},
+    {"take",
+     {{{"x", "indices", "axis"}, 2}, "NumPy's take: x[:, ..., indices] on axis (x flattened without one)"}},
+    {"take_along_axis",
+     {{{"x", "indices", "axis"}, 3},
+      "NumPy's take_along_axis: out[p] = x[p with p[axis] = indices[p]] (indices of x's rank)"}},
+    {"one_hot",
+     {{{"indices", "classes", "dtype"}, 2},
+      "a new last axis of classes: 1 at each index, 0 elsewhere (a row of zeros for an index out of range)"}},
+    {"inc_subtensor",
+     {{{"x[index]", "y"}, 2},
+      "Theano's: x with y added at x[index] (repeated indices add up); x is unchanged"}},
+    {"set_subtensor", {{{"x[index]", "y"}, 2}, "Theano's: x with y written at x[index]; x is unchanged"}},
+    {"pad",
+     {{{"x", "widths", "value"}, 2},
+      "NumPy's constant padding: widths one count for every side, [before, after] for every axis, or a pair "
+      "per axis"}},
+    {"conv1d",
+     {{{"x", "w", "stride", "padding", "dilation", "groups"}, 2},
+      "PyTorch's conv1d (a cross-correlation): x [N, C, L], w [O, C / groups, K]"}},
+    {"conv2d",
+     {{{"x", "w", "stride", "padding", "dilation", "groups"}, 2},
+      "PyTorch's conv2d (a cross-correlation): x [N, C, H, W], w [O, C / groups, KH, KW]"}},
+    {"conv_transpose2d",
+     {{{"x", "w", "stride", "padding", "output_padding", "dilation", "groups"}, 2},
+      "PyTorch's conv_transpose2d, the gradient of conv2d with respect to its input: x [N, O, H, W]"}},
+    {"max_pool2d",
+     {{{"x", "kernel", "stride", "padding"}, 2},
+      "PyTorch's: the maximum of each window (stride the kernel by default, padding at most half of it)"}},
+    {"avg_pool2d",
+     {{{"x", "kernel", "stride", "padding"}, 2},
+      "PyTorch's: the mean of each window, padding counted (count_include_pad)"}},
+    {"scan",
+     {{{"step", "init", "xs", "...", "length", "reverse"}, 4},
+      "a recurrence: step(carry, x) for each x of the sequences (their first axis), the carries stacked; "
+      "length= without sequences, reverse=true from the end"}},
+};
+
+/// A line of doc for each builtin that is an op (Ops.def names its parameters): what `tgc help NAME` says.
+const std::map<std::string, const char *> kOpDocs{
+    {"exp", "e to the power x, elementwise"},
+    {"exp2", "2 to the power x, elementwise"},
+    {"expm1", "exp(x) - 1, accurate near 0"},
+    {"log", "the natural logarithm, elementwise"},
+    {"log2", "the base-2 logarithm, elementwise"},
+    {"log1p", "log(1 + x), accurate near 0"},
+    {"sin", "the sine, elementwise (radians)"},
+    {"cos", "the cosine, elementwise (radians)"},
+    {"tan", "the tangent, elementwise (radians)"},
+    {"atan", "the arctangent, elementwise"},
+    {"sinh", "the hyperbolic sine, elementwise"},
+    {"cosh", "the hyperbolic cosine, elementwise"},
+    {"tanh", "the hyperbolic tangent, elementwise"},
+    {"erf", "the error function, elementwise"},
+    {"neg", "-x, elementwise"},
+    {"abs", "the absolute value, elementwise"},
+    {"sqrt", "the square root, elementwise"},
+    {"rsqrt", "1 / sqrt(x), elementwise"},
+    {"sigmoid", "the logistic function 1 / (1 + exp(-x)), elementwise and stable"},
+    {"relu", "max(x, 0), elementwise"},
+    {"softplus", "log(1 + exp(x)), elementwise, without overflow"},
+    {"floor", "the largest integer not above x, elementwise"},
+    {"ceil", "the smallest integer not below x, elementwise"},
+    {"round", "the nearest integer, halves to even (NumPy's), elementwise"},
+    {"sign", "-1, 0 or 1 by the sign of x, elementwise"},
+    {"pow", "a ** b, elementwise and broadcast"},
+    {"maximum", "the larger of a and b, elementwise and broadcast"},
+    {"minimum", "the smaller of a and b, elementwise and broadcast"},
+    {"where", "a where the condition holds, else b, elementwise and broadcast"},
+    {"clip", "x limited to [lo, hi], elementwise"},
+    {"sum", "the sum over axis (an integer or a list; all axes without one)"},
+    {"mean", "the mean over axis (all axes without one)"},
+    {"max", "the largest element over axis (all axes without one)"},
+    {"min", "the smallest element over axis (all axes without one)"},
+    {"prod", "the product over axis (all axes without one)"},
+    {"argmax", "the index of the largest element along axis (of the flattened array without one)"},
+    {"argmin", "the index of the smallest element along axis (of the flattened array without one)"},
+    {"any", "whether any element is true over axis"},
+    {"all", "whether every element is true over axis"},
+    {"matmul", "a @ b: NumPy's matmul (batch axes broadcast; a vector on either side)"},
+    {"transpose", "x with its axes reversed, or in the order axes gives"},
+    {"reshape", "x's elements in a new shape (one size may be -1: what the others leave)"},
+    {"broadcast_to", "x broadcast to shape, as NumPy broadcasts"},
+    {"expand_dims", "x with a new axis of size 1 at axis"},
+    {"concat", "the arrays joined along an existing axis (default 0)"},
+    {"stack", "the arrays joined along a new axis (default 0)"},
+    {"zeros", "an array of zeros of shape (f32 unless dtype= says)"},
+    {"ones", "an array of ones of shape (f32 unless dtype= says)"},
+    {"full", "an array of shape filled with value"},
+    {"eye", "an n x m identity matrix (m = n by default)"},
+    {"arange", "start, start + step, ... below stop (NumPy's arange; arange(n) is 0 .. n - 1)"},
+    {"rand", "uniform random numbers in [0, 1) of shape (counter-based: the same seed, the same numbers)"},
+    {"randn", "standard normal random numbers of shape (counter-based: the same seed, the same numbers)"},
+    {"zeros_like", "zeros of x's dtype and shape"},
+    {"ones_like", "ones of x's dtype and shape"},
+    {"sort", "x sorted along axis (the last by default)"},
+    {"argsort", "the indices that sort x along axis (the last by default; stable)"},
+    {"cumsum", "the running sums along axis (of the flattened array without one)"},
+};
+
+/// The parameters of builtin function `name` (one of kFunctions).
+const Signature &functionSignature(const std::string &name) {
+  return kFunctions.at(name).signature;
+}
+
+/// "sum(x, axis=..., keepdims=...)": a signature as help prints it, optional parameters by keyword.
+std::string signatureText(const std::string &name, const Signature &signature) {
+  std::string text = name + "(";
+  for (size_t i = 0; i < signature.params.size(); ++i)
+    text += (i ? ", " : "") + signature.params[i] + (i < signature.required ? "" : "=...");
+  return text + ")";
+}
 
 std::string listString(const std::vector<int64_t> &values) {
   std::string text = "[";
   for (size_t i = 0; i < values.size(); ++i)
     text += (i ? ", " : "") + std::to_string(values[i]);
   return text + "]";
+}
+
+/// A standard library function's help: `module.name(params)` from its def, and the comment lines above it.
+std::optional<std::string> stdlibHelp(const std::string &module, const std::string &name) {
+  auto found = embeddedStdlib().find(module);
+  if (found == embeddedStdlib().end()) return std::nullopt;
+  const std::string &text = found->second;
+  std::smatch match;
+  if (!std::regex_search(text, match, std::regex(R"((^|\n)def\s+)" + name + R"(\s*\(([^)]*)\))")))
+    return std::nullopt;
+  std::string help = module + "." + name + "(" + match[2].str() + ")\n";
+  // The comment just above the def, its lines in order.
+  size_t end = static_cast<size_t>(match.position(0)) + match[1].length();
+  std::vector<std::string> comment;
+  while (end > 0) {
+    size_t begin = text.rfind('\n', end - 2);
+    begin = begin == std::string::npos ? 0 : begin + 1;
+    std::string line = text.substr(begin, end - 1 - begin);
+    if (line.rfind("# ", 0) != 0) break;
+    comment.insert(comment.begin(), line.substr(2));
+    end = begin;
+  }
+  for (const std::string &line : comment)
+    help += "  " + line + "\n";
+  return help + "  (in the standard library: import " + module + ")\n";
 }
 
 } // namespace
@@ -130,7 +280,9 @@ std::string GraphBuilder::unknownFunctionHelp(const std::string &name, const Sco
            module + "." + name + "(...)";
   }
   static const std::vector<std::string> builtins = [] {
-    std::vector<std::string> names(kFunctions.begin(), kFunctions.end());
+    std::vector<std::string> names;
+    for (const auto &[name, function] : kFunctions)
+      names.push_back(name);
 #define OP(Enum, name, arity, fusion, device, symbol, builtin, ...)                                          \
   if (*(builtin)) names.push_back(name);
 #include "ir/Ops.def"
@@ -275,7 +427,7 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
   if (name == "var" || name == "std") {
     // NumPy's: the mean of the squared deviations from the mean over `axis`, times n / (n - ddof) for the n
     // elements each result reduces; std is its square root. Integers and bools are computed in f64.
-    Arguments args(name, {{"x", "axis", "ddof", "keepdims"}, 1}, call, *this);
+    Arguments args(name, functionSignature(name), call, *this);
     ir::Value *x = strong(args.at(0));
     if (!ir::isFloat(x->type().dtype)) x = convert({x, false}, DType::F64, loc);
     OpAttrs attrs = reductionAttrs(args, x->type().rank(), false), centered = attrs;
@@ -307,7 +459,7 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
   if (name == "take" || name == "take_along_axis") {
     // NumPy's take: x[:, ..., indices] on `axis`; take_along_axis: out[p] = x[p with p[axis] = indices[p]].
     bool along = name == "take_along_axis";
-    Arguments args(name, {{"x", "indices", "axis"}, along ? 3u : 2u}, call, *this);
+    Arguments args(name, functionSignature(name), call, *this);
     ir::Value *x = strong(args.at(0)), *index = indexArray(args.at(1), scope);
     if (along && index->type().rank() != x->type().rank())
       fail(args.at(1).loc, "take_along_axis(): the indices must have the array's rank, " +
@@ -325,7 +477,7 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
   }
   if (name ==
       "one_hot") { // a new last axis of `classes`, 1 at each index and 0 elsewhere (all 0 out of range)
-    Arguments args(name, {{"indices", "classes", "dtype"}, 2}, call, *this);
+    Arguments args(name, functionSignature(name), call, *this);
     ir::Value *index = indexArray(args.at(0), scope);
     OpAttrs last, cast;
     last.axes = {static_cast<int64_t>(index->type().rank())};
@@ -343,9 +495,7 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     // axis or one per axis.
     bool transposed = name == "conv_transpose2d";
     size_t spatial = name == "conv1d" ? 1 : 2;
-    std::vector<std::string> parameters{"x", "w", "stride", "padding", "dilation", "groups"};
-    if (transposed) parameters.insert(parameters.begin() + 4, "output_padding");
-    Arguments args(name, {parameters, 2}, call, *this);
+    Arguments args(name, functionSignature(name), call, *this);
     ir::Value *x = strong(args.at(0)), *w = strong(args.at(1));
     for (size_t i = 0; i < 2; ++i) {
       ir::Value *value = i == 0 ? x : w;
@@ -399,7 +549,7 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
   if (name == "max_pool2d" || name == "avg_pool2d") {
     // PyTorch's defaults: stride the kernel, padding 0 (at most half the kernel), floor of the output size;
     // average pooling counts the padding (count_include_pad) and is a depthwise conv2d of a constant filter.
-    Arguments args(name, {{"x", "kernel", "stride", "padding"}, 2}, call, *this);
+    Arguments args(name, functionSignature(name), call, *this);
     ir::Value *x = strong(args.at(0));
     const ir::TensorType &type = x->type();
     if (type.rank() != 4)
@@ -440,7 +590,7 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     // NumPy's constant mode: `widths` one count for every side, a [before, after] pair for every axis, or a
     // pair per axis. The result is a fill of the padded shape with x stored into its middle (set_slice, whose
     // gradient slices x's part back out), on every place.
-    Arguments args(name, {{"x", "widths", "value"}, 2}, call, *this);
+    Arguments args(name, functionSignature(name), call, *this);
     ir::Value *x = strong(args.at(0));
     const ir::TensorType &type = x->type();
     const Expr &widthsArg = args.at(1);
@@ -506,7 +656,7 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
     return stacks[0];
   }
   if (name == "load") {
-    Arguments args(name, {{"path"}, 1}, call, *this);
+    Arguments args(name, functionSignature(name), call, *this);
     const auto *path = args.at(0).as<StringExpr>();
     if (!path) fail(args.at(0).loc, "load() expects a file name in quotes, e.g. load(\"weights.npy\")");
     // Relative paths are relative to the file that names them.
@@ -744,3 +894,40 @@ std::optional<TypedValue> GraphBuilder::callBuiltin(const std::string &name, con
 }
 
 } // namespace tg::frontend::detail
+
+namespace tg::frontend {
+
+std::optional<std::string> builtinHelp(const std::string &topic) {
+  if (std::optional<ir::OpKind> kind = detail::builtinOp(topic)) {
+    auto doc = detail::kOpDocs.find(topic);
+    return detail::signatureText(topic, detail::signatureOf(*kind)) + "\n  " +
+           (doc != detail::kOpDocs.end() ? doc->second : "") + "\n";
+  }
+  if (auto function = detail::kFunctions.find(topic); function != detail::kFunctions.end())
+    return detail::signatureText(topic, function->second.signature) + "\n  " + function->second.doc + "\n";
+  if (std::optional<ir::DType> dtype = ir::parseDType(topic))
+    return topic + "(x)\n  x converted to " + topic + " (NumPy's x.astype(" + ir::dtypeInfo(*dtype).numpy +
+           "))\n";
+  size_t dot = topic.find('.');
+  if (dot != std::string::npos) return detail::stdlibHelp(topic.substr(0, dot), topic.substr(dot + 1));
+  for (const auto &[module, text] : embeddedStdlib())
+    if (std::optional<std::string> help = detail::stdlibHelp(module, topic)) return help;
+  return std::nullopt;
+}
+
+std::vector<std::string> helpTopics() {
+  std::vector<std::string> topics;
+  for (const auto &[name, doc] : detail::kOpDocs)
+    topics.push_back(name);
+  for (const auto &[name, function] : detail::kFunctions)
+    topics.push_back(name);
+  for (ir::DType dtype : ir::kAllDTypes)
+    topics.push_back(ir::dtypeName(dtype));
+  static const std::regex def(R"((^|\n)def\s+(\w+))");
+  for (const auto &[module, text] : embeddedStdlib())
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), def); it != std::sregex_iterator(); ++it)
+      topics.push_back(module + "." + (*it)[2].str());
+  return topics;
+}
+
+} // namespace tg::frontend

@@ -10,7 +10,9 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace tg::frontend {
 
@@ -27,6 +29,13 @@ struct BuildOptions {
 /// Builds the program of a parsed script. Returns nullptr when any error was reported (several may be).
 std::unique_ptr<ir::Program> buildProgram(const Module &script, ModuleLoader &loader, DiagnosticEngine &diags,
                                           const BuildOptions &options = {});
+
+/// `tgc help TOPIC`: a builtin's signature, as calls are checked against it, and its line of doc; a cast's
+/// (f32(x)); or a standard library function's (nn.softmax, or softmax alone) from its def and the comment
+/// above it. Nothing for an unknown topic.
+std::optional<std::string> builtinHelp(const std::string &topic);
+/// Every topic builtinHelp knows: the builtins, the casts and the standard library's functions.
+std::vector<std::string> helpTopics();
 
 /// Parses and builds a script file: what `tgc run` and `tgc compile` do first.
 std::unique_ptr<ir::Program> compileScript(const std::string &path, DiagnosticEngine &diags);

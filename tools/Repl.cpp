@@ -6,6 +6,7 @@
 #include "frontend/ModuleLoader.h"
 #include "io/Npy.h"
 #include "runtime/Print.h"
+#include "tools/ScalarArguments.h"
 
 #include <algorithm>
 #include <charconv>
@@ -42,7 +43,7 @@ Commands (EXPR is any expression):
   :time EXPR        how long it takes to compile and to run
   :device NAME      run on cpu, sim, cuda or auto from now on
   :load FILE.tg     run a script's statements here (its lets, inputs, params and updates are kept)
-  :bind NAME=FILE.npy   the value of input NAME (now, or when a script declares it)
+  :bind NAME=FILE.npy   the value of input NAME (now, or when a script declares it); a number for a scalar
   :step [N]         run N steps (default 1): apply the updates, print a loaded script's outputs
   :save FILE.npy NAME   save a let's, input's or param's value
   :reset            forget everything kept
@@ -271,7 +272,7 @@ public:
     if (word != ":step") stepProgram_.reset(); // anything else may change what a step computes
     try {
       if (std::vector<size_t> open = openBrackets(input); !open.empty()) unclosed(input, open.front());
-      if (!word.empty() && word[0] == ':') return command(word, rest, origin);
+      if (!word.empty() && word[0] == ':') return command(word, rest);
       statement(word, input, origin);
     } catch (const api::Error &error) {
       out_.flush();
@@ -589,6 +590,10 @@ private:
       runtime::Tensor value = waiting->second;
       waiting_.erase(waiting);
       bind(name, value);
+    } else if (auto number = waitingNumbers_.find(name); number != waitingNumbers_.end()) {
+      std::string text = number->second;
+      waitingNumbers_.erase(number);
+      bind(name, numberFor(name, text));
     } else if (!loading()) {
       out_ << name << " has no value yet; :bind " << name << "=FILE.npy gives it one\n";
     }
@@ -663,7 +668,7 @@ private:
     return result + text.substr(copied);
   }
 
-  bool command(const std::string &word, const std::string &rest, const Origin &origin) {
+  bool command(const std::string &word, const std::string &rest) {
     if (word == ":quit" || word == ":q") {
       int code = 0;
       auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), code);
@@ -716,7 +721,6 @@ private:
     } else {
       throw ir::UserError("unknown command '" + word + "'; :help lists them");
     }
-    (void)origin;
     return true;
   }
 
@@ -727,18 +731,38 @@ private:
     std::string path = equals == std::string::npos ? "" : rest.substr(equals + 1);
     static const std::regex identifier(R"([A-Za-z_]\w*)");
     if (!std::regex_match(name, identifier) || path.empty())
-      throw ir::UserError("':bind' expects an input's name and a file: :bind NAME=FILE.npy");
-    runtime::Tensor value = runtime::Tensor::fromData(io::loadNpy(path));
+      throw ir::UserError("':bind' expects an input's name and a file or a number: :bind NAME=FILE.npy");
     auto found = values_.find(name);
+    if (found != values_.end() && found->second.kind != Bound::Input)
+      throw ir::UserError(":bind gives inputs their values, and '" + name + "' is a " +
+                          (found->second.kind == Bound::Param ? "param" : "let"));
+    bool number = looksLikeScalar(path);
     if (found == values_.end()) {
+      if (number) {
+        waitingNumbers_[name] = path;
+        out_ << name << " = " << path << ", for the 'input " << name << "' to come\n";
+        return;
+      }
+      runtime::Tensor value = runtime::Tensor::fromData(io::loadNpy(path));
       waiting_[name] = value;
       out_ << name << " : " << typeOf(value) << ", for the 'input " << name << "' to come\n";
       return;
     }
-    if (found->second.kind != Bound::Input)
-      throw ir::UserError(":bind gives inputs their values, and '" + name + "' is a " +
-                          (found->second.kind == Bound::Param ? "param" : "let"));
-    bind(name, value);
+    bind(name, number ? numberFor(name, path) : runtime::Tensor::fromData(io::loadNpy(path)));
+  }
+
+  /// The value `text` (a number, or true or false) gives declared input `name`, typed as it declares.
+  runtime::Tensor numberFor(const std::string &name, const std::string &text) {
+    Compiled compiled = compile({{"output " + name + "\n", kNowhere}}, Purpose::Check);
+    for (api::Port port : compiled.program.inputs()) {
+      if (port.name != name) continue;
+      const Origin &origin = values_.at(name).origin; // the declaration, where a loaded script has it
+      port.loc = origin.file == kSource
+                     ? ir::SourceLoc{}
+                     : ir::SourceLoc{std::make_shared<const std::string>(origin.file), origin.line, 1};
+      return runtime::Tensor::fromData(commandLineScalar(port, text, ":bind " + name + "=" + text));
+    }
+    throw ir::UserError(":bind: no input named '" + name + "'");
   }
 
   /// `:step [N]`: N steps (1 by default) of the kept updates, all at once after each step as `tgc run`
@@ -857,6 +881,7 @@ private:
   std::map<std::string, DefinitionPtr> definitions_, imports_; // defs and lets kept as statements; imports
   std::set<DefinitionPtr> lets_;                               // the lets among definitions_
   std::map<std::string, runtime::Tensor> waiting_;             // :bind values for inputs not declared yet
+  std::map<std::string, std::string> waitingNumbers_;          // and numbers, typed when declared
   std::map<std::string, Piece> updates_;                       // by param
   std::vector<Piece> outputs_;          // a loaded script's outputs, which :step prints
   std::optional<Compiled> stepProgram_; // what :step ran last, while nothing else was done

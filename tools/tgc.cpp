@@ -13,11 +13,13 @@
 #include "api/Stages.h"
 #include "codegen/Kernel.h"
 #include "frontend/Diagnostics.h"
+#include "frontend/GraphBuilder.h"
 #include "io/Npy.h"
 #include "opt/Pipeline.h"
 #include "runtime/Blas.h"
 #include "tools/Batches.h"
 #include "tools/Repl.h"
+#include "tools/ScalarArguments.h"
 
 #include <algorithm>
 #include <cctype>
@@ -49,6 +51,8 @@ commands:
   compile FILE.tg   compile the script and print a stage of it
   repl              an interactive session (also: tgc with no arguments on a terminal); :help inside;
                     --in NAME=FILE.npy binds an input of a script loaded there
+  help [TOPIC]      this help; with a builtin or a standard library function (conv2d, nn.softmax), its
+                    signature and what it computes
   --help            show this help
   --version         show the version
 
@@ -362,47 +366,6 @@ int compile(const Options &options) {
   return 0;
 }
 
-/// Whether `--in NAME=TEXT` gives a number or a truth value rather than a file: TEXT is not a file, and reads
-/// as one (0.5, -3, 1e-3, true, false).
-bool looksLikeScalar(const std::string &text) {
-  if (text == "true" || text == "false") return true;
-  if (std::ifstream(text).good()) return false;
-  char *end = nullptr;
-  std::strtod(text.c_str(), &end);
-  return !text.empty() && end == text.c_str() + text.size();
-}
-
-/// The 0-d value of input `input` that `--in NAME=TEXT` gives, of the input's dtype: a weak scalar, as a
-/// Python number is to NumPy 2 (an integer fits a float input; a fraction does not fit an integer input).
-ir::TensorData commandLineScalar(const api::Port &input, const std::string &text) {
-  std::string given = "--in " + input.name + "=" + text;
-  if (!input.type.shape.empty())
-    throw ir::UserError(given + ": input '" + input.name + "' is " + input.type.str() +
-                            "; a number on the command line gives only a scalar input (pass an array as a "
-                            ".npy file)",
-                        input.loc);
-  ir::DType dtype = input.type.dtype;
-  bool truth = text == "true" || text == "false";
-  if ((dtype == ir::DType::Bool) != truth)
-    throw ir::UserError(given + ": input '" + input.name + "' is " + ir::dtypeName(dtype) +
-                            (truth ? "; give a number" : "; give true or false"),
-                        input.loc);
-  if (truth) return ir::TensorData::scalar(dtype, text == "true");
-  if (ir::isFloat(dtype)) return ir::TensorData::scalar(dtype, std::strtod(text.c_str(), nullptr));
-  int64_t value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  bool fits = error == std::errc() && end == text.data() + text.size() &&
-              (dtype != ir::DType::I32 || (value >= INT32_MIN && value <= INT32_MAX));
-  if (!fits)
-    throw ir::UserError(given + ": input '" + input.name + "' is " + ir::dtypeName(dtype) + "; '" + text +
-                            "' is not an integer it can hold",
-                        input.loc);
-  ir::TensorData data(dtype, {});
-  ir::visitDType(dtype,
-                 [&](auto zero) { *data.data<decltype(zero)>() = static_cast<decltype(zero)>(value); });
-  return data;
-}
-
 /// Whether `ports` has one named `name`.
 bool hasPort(const std::vector<api::Port> &ports, const std::string &name) {
   for (const api::Port &port : ports)
@@ -423,7 +386,7 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
   library.device = device.device;
   std::map<std::string, std::string> numbers; // --in NAME=NUMBER: typed once the input's dtype is known
   for (const auto &[name, path] : options.inputs) {
-    if (looksLikeScalar(path)) {
+    if (tools::looksLikeScalar(path)) {
       numbers[name] = path;
       library.inputShapes[name] = {};
       continue;
@@ -434,7 +397,8 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
   api::Program program = api::Program::compile(source, library);
   for (const api::Port &input : program.inputs()) {
     if (auto number = numbers.find(input.name); number != numbers.end())
-      inputs[input.name] = runtime::Tensor::fromData(commandLineScalar(input, number->second));
+      inputs[input.name] = runtime::Tensor::fromData(
+          tools::commandLineScalar(input, number->second, "--in " + input.name + "=" + number->second));
     else if (auto given = inputs.find(input.name);
              given != inputs.end() && input.type.shape.empty() && given->second.numElements() == 1)
       given->second = given->second.reshaped({}); // a one-element array (shape (1,)) for a scalar input
@@ -555,6 +519,18 @@ int main(int argc, char **argv) {
     if (first == "--help" || first == "-h" || first == "--version") {
       if (argc > 2) throw UsageError{"'" + first + "' takes no arguments, got '" + argv[2] + "'"};
       std::cout << (first == "--version" ? std::string("tgc ") + kVersion + "\n" : kUsage);
+      return 0;
+    }
+    // Help on the language's builtins and the standard library: `tgc help conv2d`, `tgc help nn.softmax`.
+    if (first == "help" && argc == 3 && std::string(argv[2]) != "run" && std::string(argv[2]) != "compile" &&
+        std::string(argv[2]) != "repl") {
+      std::string topic = argv[2];
+      std::optional<std::string> text = frontend::builtinHelp(topic);
+      if (!text)
+        throw UsageError{"no builtin or standard library function named '" + topic + "'" +
+                         frontend::didYouMean(topic, frontend::helpTopics()) +
+                         " ('tgc help' alone shows the commands)"};
+      std::cout << *text;
       return 0;
     }
     // Help asked for any way a user might: `tgc help`, `tgc help run`, `tgc run --help`, `tgc compile -h`.

@@ -235,6 +235,22 @@ std::string listString(const std::vector<int64_t> &values) {
   return text + "]";
 }
 
+/// Every builtin function's name: the ops' (Ops.def's builtin column), the other functions', the casts'.
+const std::vector<std::string> &builtinNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> names;
+    for (const auto &[name, function] : kFunctions)
+      names.push_back(name);
+#define OP(Enum, name, arity, fusion, device, symbol, builtin, ...)                                          \
+  if (*(builtin)) names.push_back(name);
+#include "ir/Ops.def"
+    for (ir::DType dtype : ir::kAllDTypes)
+      names.push_back(ir::dtypeName(dtype));
+    return names;
+  }();
+  return names;
+}
+
 /// A standard library function's help: `module.name(params)` from its def, and the comment lines above it.
 std::optional<std::string> stdlibHelp(const std::string &module, const std::string &name) {
   auto found = embeddedStdlib().find(module);
@@ -272,25 +288,15 @@ std::string GraphBuilder::unknownFunctionHelp(const std::string &name, const Sco
       return std::string("; NumPy's ") + ir::dtypeInfo(dtype).numpy + " is " + ir::dtypeName(dtype) +
              " in tgc: did you mean '" + ir::dtypeName(dtype) + "'?";
   for (const auto &[module, text] : embeddedStdlib()) {
-    if (!std::regex_search(text, std::regex(R"((^|\n)def\s+)" + name + R"(\s*\()"))) continue;
+    if (!stdlibHelp(module, name)) continue;
     const Binding *imported = scope.find(module);
     if (imported && imported->kind == Binding::Kind::Module)
       return "; did you mean '" + module + "." + name + "'?";
     return "; the standard library's module '" + module + "' has it: 'import " + module + "', then call " +
            module + "." + name + "(...)";
   }
-  static const std::vector<std::string> builtins = [] {
-    std::vector<std::string> names;
-    for (const auto &[name, function] : kFunctions)
-      names.push_back(name);
-#define OP(Enum, name, arity, fusion, device, symbol, builtin, ...)                                          \
-  if (*(builtin)) names.push_back(name);
-#include "ir/Ops.def"
-    for (ir::DType dtype : ir::kAllDTypes)
-      names.push_back(ir::dtypeName(dtype));
-    return names;
-  }();
   std::vector<std::string> candidates = scope.names(Binding::Kind::Function);
+  const std::vector<std::string> &builtins = builtinNames();
   candidates.insert(candidates.end(), builtins.begin(), builtins.end());
   return didYouMean(name, candidates);
 }
@@ -916,13 +922,7 @@ std::optional<std::string> builtinHelp(const std::string &topic) {
 }
 
 std::vector<std::string> helpTopics() {
-  std::vector<std::string> topics;
-  for (const auto &[name, doc] : detail::kOpDocs)
-    topics.push_back(name);
-  for (const auto &[name, function] : detail::kFunctions)
-    topics.push_back(name);
-  for (ir::DType dtype : ir::kAllDTypes)
-    topics.push_back(ir::dtypeName(dtype));
+  std::vector<std::string> topics = detail::builtinNames();
   static const std::regex def(R"((^|\n)def\s+(\w+))");
   for (const auto &[module, text] : embeddedStdlib())
     for (auto it = std::sregex_iterator(text.begin(), text.end(), def); it != std::sregex_iterator(); ++it)

@@ -128,22 +128,6 @@ GridStrideBody creationBody(OpKind kind, DType dtype, bool nvptx) {
 
 } // namespace
 
-std::string creationKernelName(ir::OpKind kind, ir::DType dtype) {
-  return std::string("tgc_") + ir::opName(kind) + "_" + ir::dtypeName(dtype);
-}
-
-bool hasCreationKernel(ir::OpKind kind, ir::DType dtype) {
-  switch (kind) {
-  case OpKind::Eye:
-  case OpKind::Arange:
-  case OpKind::Rand:
-  case OpKind::Randn:
-    return ir::takes(kind, dtype);
-  default:
-    return false;
-  }
-}
-
 llvm::Function *buildCreationPtxKernel(llvm::Module &module, ir::OpKind kind, ir::DType dtype,
                                        const std::string &name) {
   return buildGridStridePtxKernel(module, name, kCreationParameters, 0, creationBody(kind, dtype, true));

@@ -98,20 +98,6 @@ GridStrideBody indexBody(IndexKernel kind, DType dtype) {
 
 } // namespace
 
-std::string indexKernelName(IndexKernel kind, DType dtype) {
-  switch (kind) {
-  case IndexKernel::Offsets:
-    return "tgc_index_offsets";
-  case IndexKernel::Gather:
-    return std::string("tgc_gather_") + ir::dtypeName(dtype);
-  case IndexKernel::ScatterAdd:
-    return std::string("tgc_scatter_add_") + ir::dtypeName(dtype);
-  case IndexKernel::ScatterSet:
-    return std::string("tgc_scatter_set_") + ir::dtypeName(dtype);
-  }
-  return {};
-}
-
 llvm::Function *buildIndexPtxKernel(llvm::Module &module, IndexKernel kind, DType dtype,
                                     const std::string &name) {
   return buildGridStridePtxKernel(module, name, kIndexParameters, kCount, indexBody(kind, dtype));

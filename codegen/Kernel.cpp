@@ -1,6 +1,7 @@
 // The parts of the kernel API that need no LLVM: kernel names, error messages, the rule that picks a kernel's
-// layout, and the walk over planes that runs strided host kernels.
+// layout, the walk over planes that runs strided host kernels, and the process's kernel supply (KernelSupply.h).
 #include "codegen/Kernel.h"
+#include "codegen/KernelSupply.h"
 
 #include "codegen/ScalarOps.h"
 #include "ir/Assert.h"
@@ -248,6 +249,63 @@ std::string kernelName(const KernelSpec &spec) {
   char digits[17];
   std::snprintf(digits, sizeof digits, "%016llx", static_cast<unsigned long long>(hash.value()));
   return std::string("tgc_fused_") + digits;
+}
+
+
+std::string creationKernelName(ir::OpKind kind, ir::DType dtype) {
+  return std::string("tgc_") + ir::opName(kind) + "_" + ir::dtypeName(dtype);
+}
+
+bool hasCreationKernel(ir::OpKind kind, ir::DType dtype) {
+  switch (kind) {
+  case ir::OpKind::Eye:
+  case ir::OpKind::Arange:
+  case ir::OpKind::Rand:
+  case ir::OpKind::Randn:
+    return ir::takes(kind, dtype);
+  default:
+    return false;
+  }
+}
+
+std::string indexKernelName(IndexKernel kind, ir::DType dtype) {
+  switch (kind) {
+  case IndexKernel::Offsets:
+    return "tgc_index_offsets";
+  case IndexKernel::Gather:
+    return std::string("tgc_gather_") + ir::dtypeName(dtype);
+  case IndexKernel::ScatterAdd:
+    return std::string("tgc_scatter_add_") + ir::dtypeName(dtype);
+  case IndexKernel::ScatterSet:
+    return std::string("tgc_scatter_set_") + ir::dtypeName(dtype);
+  }
+  return {};
+}
+
+std::string matmulKernelName(ir::DType dtype) {
+  return std::string("tgc_matmul_") + ir::dtypeName(dtype);
+}
+
+std::string windowKernelName(WindowKernel kind, ir::DType dtype) {
+  const char *names[] = {"tgc_im2col_", "tgc_col2im_", "tgc_max_pool_", "tgc_max_pool_grad_",
+                         "tgc_max_pool_gather_"};
+  return names[static_cast<int>(kind)] + std::string(ir::dtypeName(dtype));
+}
+
+namespace {
+KernelSupply *scopedSupply = nullptr;
+} // namespace
+
+KernelSupply &kernelSupply() {
+  return scopedSupply ? *scopedSupply : defaultKernelSupply();
+}
+
+ScopedKernelSupply::ScopedKernelSupply(KernelSupply &supply) : previous_(scopedSupply) {
+  scopedSupply = &supply;
+}
+
+ScopedKernelSupply::~ScopedKernelSupply() {
+  scopedSupply = previous_;
 }
 
 } // namespace tg::codegen

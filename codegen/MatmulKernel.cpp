@@ -135,10 +135,6 @@ void emitThread(llvm::IRBuilder<> &b, ir::DType dtype, const MatmulOperands &in,
 
 } // namespace
 
-std::string matmulKernelName(ir::DType dtype) {
-  return std::string("tgc_matmul_") + ir::dtypeName(dtype);
-}
-
 llvm::Function *buildMatmulPtxKernel(llvm::Module &module, ir::DType dtype, const std::string &name) {
   llvm::LLVMContext &context = module.getContext();
   llvm::Type *i64 = llvm::Type::getInt64Ty(context);

@@ -285,12 +285,6 @@ GridStrideBody windowBody(WindowKernel kind, DType dtype) {
 
 } // namespace
 
-std::string windowKernelName(WindowKernel kind, DType dtype) {
-  const char *names[] = {"tgc_im2col_", "tgc_col2im_", "tgc_max_pool_", "tgc_max_pool_grad_",
-                         "tgc_max_pool_gather_"};
-  return names[static_cast<int>(kind)] + std::string(ir::dtypeName(dtype));
-}
-
 llvm::Function *buildWindowPtxKernel(llvm::Module &module, WindowKernel kind, DType dtype,
                                      const std::string &name) {
   return buildGridStridePtxKernel(module, name, windowParameters(), kCount, windowBody(kind, dtype));

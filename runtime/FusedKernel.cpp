@@ -3,6 +3,7 @@
 // device, fused nodes go through the device layer: runtime/DeviceLayer.h.) evaluateFusedByKernels, the
 // program run op by op by the CPU kernels, is the reference the generated kernels are tested against.
 #include "codegen/Kernel.h"
+#include "codegen/KernelSupply.h"
 #include "ir/ScalarGraph.h"
 #include "ir/SmallVector.h"
 #include "ir/SourceLoc.h"
@@ -66,7 +67,7 @@ Tensor runHost(const ir::ScalarGraph &body, const std::vector<Tensor> &operands,
   codegen::KernelSpec spec{&body, launch.layout};
   if (launch.layout == codegen::Layout::Strided) // specialized for unit and zero strides along the last axis
     spec.innerStrides = codegen::innerStridePattern(launch.strides, body.numArrays(), launch.shape.size());
-  codegen::HostKernel kernel = codegen::compileHostKernel(spec);
+  codegen::HostKernel kernel = codegen::kernelSupply().host(spec);
   int64_t count = launch.output.numElements();
   int64_t threads = std::clamp<int64_t>(count / kElementsPerThread, 1, hostThreads());
   if (memo) memo->record(operands, spec, kernel, launch.args, launch.output.shape(), launch.shape, threads);
@@ -104,7 +105,7 @@ Tensor runHostReduction(const ir::Op &op, const std::vector<Tensor> &operands, i
             ? std::vector<codegen::InnerStride>(body.numArrays(), codegen::InnerStride::Zero)
             : codegen::innerStridePattern(launch.strides, body.numArrays(), launch.shape.size());
   spec.blockedOutputs = readsAcrossOutputs(launch, body.numArrays());
-  codegen::HostKernel kernel = codegen::compileHostKernel(spec);
+  codegen::HostKernel kernel = codegen::kernelSupply().host(spec);
   int64_t count = launch.output.numElements();
   int64_t work = count * std::max<int64_t>(launch.reducedCount, 1);
   int64_t threads = std::clamp<int64_t>(std::min(work / kElementsPerThread, count), 1, hostThreads());

@@ -2,6 +2,7 @@
 // kernels' code compiled for the host (codegen's simulated-device kernels: the index math that goes into the
 // PTX), run block by block over the grid a GPU would get. gemm is the host's (runtime/Blas.h) on the
 // simulated memory, as cuBLAS is a library and not generated code.
+#include "codegen/KernelSupply.h"
 #include "ir/SourceLoc.h"
 #include "runtime/Blas.h"
 #include "runtime/DeviceAllocator.h"
@@ -100,7 +101,7 @@ private:
   /// Blocks side by side on the host's threads, each running its threads in turn; a failing block stores
   /// its code in the error flag as the GPU's threads do (the first block's code stays).
   void launch(const FusedKernelLaunch &launch) override {
-    codegen::SimDeviceKernel kernel = codegen::compileSimDeviceKernel(launch.spec);
+    codegen::SimDeviceKernel kernel = codegen::kernelSupply().simDevice(launch.spec);
     const codegen::FusedParameters &p = launch.parameters;
     codegen::KernelArgs args{static_cast<int64_t>(p[codegen::kFusedRank]),
                              pointer<const int64_t>(p[codegen::kFusedShape]),
@@ -119,7 +120,7 @@ private:
   }
 
   void launch(const MatmulKernelLaunch &launch) override {
-    codegen::SimMatmulKernel kernel = codegen::compileSimMatmulKernel(launch.dtype);
+    codegen::SimMatmulKernel kernel = codegen::kernelSupply().simMatmul(launch.dtype);
     const codegen::MatmulArgs &args = launch.args;
     int64_t blocksX = launch.grid.blocksX;
     runGrid(blocksX * launch.grid.blocksY, args.n * args.m * std::max<int64_t>(args.k, 1),
@@ -130,7 +131,7 @@ private:
   }
 
   void launch(const CreationKernelLaunch &launch) override {
-    codegen::SimCreationKernel kernel = codegen::compileSimCreationKernel(launch.kind, launch.dtype);
+    codegen::SimCreationKernel kernel = codegen::kernelSupply().simCreation(launch.kind, launch.dtype);
     runGrid(launch.grid.blocksX, launch.args.count, [&](int64_t block) {
       kernel(&launch.args, block, launch.grid.threadsX, launch.grid.blocksX);
       return codegen::kKernelOk;
@@ -138,7 +139,7 @@ private:
   }
 
   void launch(const IndexKernelLaunch &launch) override {
-    codegen::SimIndexKernel kernel = codegen::compileSimIndexKernel(launch.kind, launch.dtype);
+    codegen::SimIndexKernel kernel = codegen::kernelSupply().simIndex(launch.kind, launch.dtype);
     runGrid(launch.grid.blocksX, launch.args.count, [&](int64_t block) {
       kernel(&launch.args, block, launch.grid.threadsX, launch.grid.blocksX);
       return codegen::kKernelOk;
@@ -146,7 +147,7 @@ private:
   }
 
   void launch(const WindowKernelLaunch &launch) override {
-    codegen::SimWindowKernel kernel = codegen::compileSimWindowKernel(launch.kind, launch.dtype);
+    codegen::SimWindowKernel kernel = codegen::kernelSupply().simWindow(launch.kind, launch.dtype);
     runGrid(launch.grid.blocksX, launch.args.count, [&](int64_t block) {
       kernel(&launch.args, block, launch.grid.threadsX, launch.grid.blocksX);
       return codegen::kKernelOk;

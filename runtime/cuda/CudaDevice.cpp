@@ -1,6 +1,6 @@
 #include "runtime/cuda/CudaDevice.h"
 
-#include "codegen/Kernel.h"
+#include "codegen/KernelSupply.h"
 #include "ir/SourceLoc.h"
 #include "runtime/DeviceAllocator.h"
 #include "runtime/DeviceLayer.h"
@@ -199,32 +199,32 @@ private:
 
   void launch(const FusedKernelLaunch &launch) override {
     CUfunction kernel =
-        function(codegen::kernelName(launch.spec), [&] { return codegen::emitPtx(launch.spec, arch_); });
+        function(codegen::kernelName(launch.spec), [&] { return codegen::kernelSupply().ptx(launch.spec, arch_); });
     launchOnGrid(kernel, launch.grid, launch.parameters.data(),
                  codegen::fusedParameterCount(launch.spec) * sizeof(uint64_t));
   }
 
   void launch(const MatmulKernelLaunch &launch) override {
     CUfunction kernel = function(codegen::matmulKernelName(launch.dtype),
-                                 [&] { return codegen::emitMatmulPtx(launch.dtype, arch_); });
+                                 [&] { return codegen::kernelSupply().matmulPtx(launch.dtype, arch_); });
     launchOnGrid(kernel, launch.grid, &launch.args, sizeof launch.args);
   }
 
   void launch(const CreationKernelLaunch &launch) override {
     CUfunction kernel = function(codegen::creationKernelName(launch.kind, launch.dtype),
-                                 [&] { return codegen::emitCreationPtx(launch.kind, launch.dtype, arch_); });
+                                 [&] { return codegen::kernelSupply().creationPtx(launch.kind, launch.dtype, arch_); });
     launchOnGrid(kernel, launch.grid, &launch.args, sizeof launch.args);
   }
 
   void launch(const IndexKernelLaunch &launch) override {
     CUfunction kernel = function(codegen::indexKernelName(launch.kind, launch.dtype),
-                                 [&] { return codegen::emitIndexPtx(launch.kind, launch.dtype, arch_); });
+                                 [&] { return codegen::kernelSupply().indexPtx(launch.kind, launch.dtype, arch_); });
     launchOnGrid(kernel, launch.grid, &launch.args, sizeof launch.args);
   }
 
   void launch(const WindowKernelLaunch &launch) override {
     CUfunction kernel = function(codegen::windowKernelName(launch.kind, launch.dtype),
-                                 [&] { return codegen::emitWindowPtx(launch.kind, launch.dtype, arch_); });
+                                 [&] { return codegen::kernelSupply().windowPtx(launch.kind, launch.dtype, arch_); });
     launchOnGrid(kernel, launch.grid, &launch.args, sizeof launch.args);
   }
 

@@ -358,6 +358,10 @@ runtime::TransferStats Program::transfers() const {
   return state_->session_ ? state_->session_->transfers() : runtime::TransferStats{};
 }
 
+const ir::Program &Program::compiled() const {
+  return *state_->program;
+}
+
 runtime::Device *Program::device() const {
   return state_->options.device.get();
 }

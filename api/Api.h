@@ -11,6 +11,7 @@
 // what `tgc` prints for them; anything else thrown is a compiler bug.
 #pragma once
 
+#include "ir/Program.h"
 #include "ir/SourceLoc.h"
 #include "ir/Type.h"
 #include "opt/Pipeline.h"
@@ -140,6 +141,9 @@ public:
   std::string explainPlacement() const;
   /// What each pass did (--opt-profile); empty when not optimized.
   const opt::OptimizerProfile &profile() const;
+
+  /// The program as optimized and placed: what runs (and what a library made ahead of time holds).
+  const ir::Program &compiled() const;
 
   /// The transfers between host and device memory so far (the params' first uploads included).
   runtime::TransferStats transfers() const;

@@ -16,6 +16,8 @@
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/GlobalVariable.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
@@ -82,6 +84,70 @@ T orAbort(llvm::Expected<T> value, const char *what) {
   }
   return std::move(*value);
 }
+
+/// The CPU that host kernels are compiled for, as LLVM describes it: "native" (this machine's CPU with the
+/// features it reports) or an x86-64 CPU name LLVM knows (its own features, none of this machine's others),
+/// and the vector math variants its code may call (PassPipeline.h): none beyond its instruction set.
+struct HostTarget {
+  llvm::orc::JITTargetMachineBuilder builder;
+  std::string cpuName,
+      cpuFeatures;          // features: the native CPU's; empty for a named one (its name implies them)
+  bool wideVectors = false; // AVX-512: 512-bit vectors preferred
+  llvm::Triple triple;
+  std::unique_ptr<llvm::TargetMachine> machine;
+  VectorMath vectorMath = VectorMath::None;
+
+  /// `positionIndependent`: code for an object file that shared libraries and PIE executables link (the
+  /// JIT's code is placed in memory and needs none).
+  explicit HostTarget(const std::string &cpu, bool positionIndependent = false) : builder(hostBuilder()) {
+    builder.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+    if (positionIndependent) builder.setRelocationModel(llvm::Reloc::PIC_);
+    if (cpu == "native") {
+      cpuName = llvm::sys::getHostCPUName().str();
+      cpuFeatures = builder.getFeatures().getString();
+      wideVectors = cpuFeatures.find("+avx512f") != std::string::npos;
+    } else {
+      cpuName = cpu;
+      builder.setCPU(cpuName);
+      builder.getFeatures() = llvm::SubtargetFeatures();
+      wideVectors = x86Features(cpuName).value_or(llvm::StringMap<bool>()).lookup("avx512f");
+    }
+    triple = builder.getTargetTriple();
+    machine = orAbort(builder.createTargetMachine(), "cannot create the host target machine");
+  }
+
+  /// Lets the code call libmvec's vector variants where `available` (the program links libmvec).
+  void useVectorMath(bool available) {
+    if (!available) return;
+    const llvm::MCSubtargetInfo &subtarget = *machine->getMCSubtargetInfo();
+    vectorMath = wideVectors && subtarget.checkFeatures("+avx512f") ? VectorMath::Avx512
+                 : subtarget.checkFeatures("+avx2")                 ? VectorMath::Avx2
+                                                                    : VectorMath::Sse;
+  }
+
+  std::unique_ptr<llvm::Module> newModule(const std::string &name, llvm::LLVMContext &context) const {
+    auto module = std::make_unique<llvm::Module>(name, context);
+    module->setTargetTriple(triple.str());
+    module->setDataLayout(machine->createDataLayout());
+    return module;
+  }
+
+  /// Compiles `kernel` for this CPU.
+  void decorate(llvm::Function &kernel) const {
+    kernel.addFnAttr("target-cpu", cpuName);
+    if (!cpuFeatures.empty()) kernel.addFnAttr("target-features", cpuFeatures);
+    // LLVM prefers 256-bit vectors on AVX-512 CPUs (clock throttling on some); for these math-heavy loops
+    // over libmvec's 16-wide variants, 512 bits measured ~1.3x faster on the 10-op chain of bench/kernels.
+    if (wideVectors) kernel.addFnAttr("prefer-vector-width", "512");
+  }
+
+private:
+  static llvm::orc::JITTargetMachineBuilder hostBuilder() {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    return orAbort(llvm::orc::JITTargetMachineBuilder::detectHost(), "cannot describe the host CPU");
+  }
+};
 
 /// The host JIT's compiler: LLVM's code generator, its passes built once and run on every module (ORC's
 /// SimpleCompiler builds them anew for each, an eighth of a small kernel's compile), with loop strength
@@ -250,15 +316,13 @@ public:
     if (auto found = functions.find(name); found != functions.end()) return found->second;
     TG_ASSERT(names.insert(name).second) << "two host functions named " << name;
     auto context = std::make_unique<llvm::LLVMContext>();
-    auto module = std::make_unique<llvm::Module>(name, *context);
-    module->setTargetTriple(triple.str());
-    module->setDataLayout(machine->createDataLayout());
+    auto module = host.newModule(name, *context);
     build(*module);
     llvm::Function *function = module->getFunction(name);
     TG_ASSERT(function) << "the module of " << name << " does not define it";
-    function->addFnAttr("target-cpu", cpuName);
-    if (!cpuFeatures.empty()) function->addFnAttr("target-features", cpuFeatures);
-    optimizeModule(*module, *machine, vectorMath);
+    function->addFnAttr("target-cpu", host.cpuName);
+    if (!host.cpuFeatures.empty()) function->addFnAttr("target-features", host.cpuFeatures);
+    optimizeModule(*module, *host.machine, host.vectorMath);
     if (llvm::Error error =
             jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), std::move(context)))) {
       std::string message = llvm::toString(std::move(error));
@@ -289,28 +353,11 @@ private:
     return nullptr;
   }
 
-  HostCompiler() {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
+  HostCompiler() : host(chosenHostCpu()) {
     hostCompilerCreated = true;
-    llvm::orc::JITTargetMachineBuilder machineBuilder =
-        orAbort(llvm::orc::JITTargetMachineBuilder::detectHost(), "cannot describe the host CPU");
-    machineBuilder.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-    if (chosenHostCpu() == "native") {
-      cpuName = llvm::sys::getHostCPUName().str();
-      cpuFeatures = machineBuilder.getFeatures().getString();
-      wideVectors = cpuFeatures.find("+avx512f") != std::string::npos;
-    } else { // a named CPU (setHostCpu checked it): its own features, none of this machine's others
-      cpuName = chosenHostCpu();
-      machineBuilder.setCPU(cpuName);
-      machineBuilder.getFeatures() = llvm::SubtargetFeatures();
-      wideVectors = x86Features(cpuName).value_or(llvm::StringMap<bool>()).lookup("avx512f");
-    }
-    triple = machineBuilder.getTargetTriple();
-    machine = orAbort(machineBuilder.createTargetMachine(), "cannot create the host target machine");
     jit =
         orAbort(llvm::orc::LLJITBuilder()
-                    .setJITTargetMachineBuilder(machineBuilder)
+                    .setJITTargetMachineBuilder(host.builder)
                     .setCompileFunctionCreator(
                         [this](llvm::orc::JITTargetMachineBuilder builder)
                             -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
@@ -328,7 +375,8 @@ private:
     // libmvec's vector variants (_ZGVdN8v_expf, ...): loaded here, since a linker with --as-needed drops it
     // from the executable (nothing but generated code calls it). Without it, loops over math calls stay
     // scalar.
-    if (triple.isX86() && triple.isOSLinux()) {
+    bool hasLibmvec = false;
+    if (host.triple.isX86() && host.triple.isOSLinux()) {
       auto vectorMath = llvm::orc::DynamicLibrarySearchGenerator::Load("libmvec.so.1", prefix);
       if (vectorMath) {
         library.addGenerator(std::move(*vectorMath));
@@ -337,31 +385,19 @@ private:
         llvm::consumeError(vectorMath.takeError());
       }
     }
-    // The vector math variants this CPU's code may call (PassPipeline.h): none beyond its instruction set.
-    if (hasLibmvec) {
-      const llvm::MCSubtargetInfo &subtarget = *machine->getMCSubtargetInfo();
-      vectorMath = wideVectors && subtarget.checkFeatures("+avx512f") ? VectorMath::Avx512
-                   : subtarget.checkFeatures("+avx2")                 ? VectorMath::Avx2
-                                                                      : VectorMath::Sse;
-    }
+    host.useVectorMath(hasLibmvec);
     static const char *const kVectorMathNames[] = {"", " libmvec-sse", " libmvec-avx2", " libmvec-avx512"};
-    target =
-        triple.str() + " " + cpuName + " " + cpuFeatures + kVectorMathNames[static_cast<int>(vectorMath)];
+    target = host.triple.str() + " " + host.cpuName + " " + host.cpuFeatures +
+             kVectorMathNames[static_cast<int>(host.vectorMath)];
   }
 
   std::unique_ptr<llvm::Module> buildModule(llvm::LLVMContext &context, const KernelSpec &spec, HostKind kind,
                                             const std::string &name) {
-    auto module = std::make_unique<llvm::Module>(name, context);
-    module->setTargetTriple(triple.str());
-    module->setDataLayout(machine->createDataLayout());
+    auto module = host.newModule(name, context);
     llvm::Function *function = kind == HostKind::Host ? buildHostKernel(*module, spec, name)
                                                       : buildSimDeviceKernel(*module, spec, name);
-    function->addFnAttr("target-cpu", cpuName);
-    if (!cpuFeatures.empty()) function->addFnAttr("target-features", cpuFeatures);
-    // LLVM prefers 256-bit vectors on AVX-512 CPUs (clock throttling on some); for these math-heavy loops
-    // over libmvec's 16-wide variants, 512 bits measured ~1.3x faster on the 10-op chain of bench/kernels.
-    if (wideVectors) function->addFnAttr("prefer-vector-width", "512");
-    optimizeModule(*module, *machine, vectorMath);
+    host.decorate(*function);
+    optimizeModule(*module, *host.machine, host.vectorMath);
     return module;
   }
 
@@ -374,16 +410,10 @@ private:
   }
 
   std::mutex mutex;
-  std::string cpuName,
-      cpuFeatures;          // features: the native CPU's; empty for a named one (its name implies them)
-  bool wideVectors = false; // AVX-512: 512-bit vectors preferred
-  std::string target;       // what the code depends on besides the kernel, for the disk cache's keys
-  llvm::Triple triple;
-  std::unique_ptr<llvm::TargetMachine> machine;
+  HostTarget host;
+  std::string target;      // what the code depends on besides the kernel, for the disk cache's keys
   ObjectRecorder recorder; // before the JIT, whose compiler points to it
   std::unique_ptr<llvm::orc::LLJIT> jit;
-  bool hasLibmvec = false;
-  VectorMath vectorMath = VectorMath::None;
   std::unordered_map<CacheKey, void *, CacheKeyHash, CacheKeyEqual> cache;
   std::unordered_set<std::string> names;             // symbols defined in the JIT
   std::unordered_map<std::string, void *> functions; // compileFunction's, by name
@@ -426,6 +456,54 @@ void setHostCpu(const std::string &name) {
 
 SimDeviceKernel compileSimDeviceKernel(const KernelSpec &spec) {
   return reinterpret_cast<SimDeviceKernel>(HostCompiler::instance().compile(spec, HostKind::SimDevice));
+}
+
+std::string compileLibraryObject(const std::string &symbol, const std::vector<KernelSpec> &specs,
+                                 const std::string &image, const std::string &cpu) {
+  if (cpu != "native" && !x86Features(cpu))
+    throw ir::UserError("unknown host CPU '" + cpu +
+                        "'; expected native, or an x86-64 CPU name as LLVM spells it, such as x86-64-v2, "
+                        "x86-64-v3 or x86-64-v4");
+  HostTarget host(cpu, /*positionIndependent=*/true);
+  host.useVectorMath(host.triple.isX86() && host.triple.isOSLinux()); // the library links libmvec
+  llvm::LLVMContext context;
+  std::unique_ptr<llvm::Module> module = host.newModule(symbol, context);
+  // The kernels are internal: two libraries that hold the same kernel link side by side.
+  std::vector<llvm::Constant *> kernels;
+  for (const KernelSpec &spec : specs) {
+    llvm::Function *kernel = buildHostKernel(*module, spec, kernelName(spec));
+    kernel->setLinkage(llvm::GlobalValue::InternalLinkage);
+    host.decorate(*kernel);
+    kernels.push_back(kernel);
+  }
+  // The tgc_library (runtime/aot/tgc_aot.h): {image, image_size, kernels, kernel_count}, each 8 bytes.
+  llvm::Type *i64 = llvm::Type::getInt64Ty(context);
+  llvm::PointerType *pointer = llvm::PointerType::getUnqual(context);
+  auto *imageData = new llvm::GlobalVariable(
+      *module, llvm::ArrayType::get(llvm::Type::getInt8Ty(context), image.size()), true,
+      llvm::GlobalValue::PrivateLinkage,
+      llvm::ConstantDataArray::getRaw(image, image.size(), llvm::Type::getInt8Ty(context)),
+      symbol + "_image");
+  imageData->setAlignment(llvm::Align(8));
+  auto *kernelType = llvm::ArrayType::get(pointer, kernels.size());
+  auto *kernelTable =
+      new llvm::GlobalVariable(*module, kernelType, true, llvm::GlobalValue::PrivateLinkage,
+                               llvm::ConstantArray::get(kernelType, kernels), symbol + "_kernels");
+  auto *libraryType = llvm::StructType::get(context, {pointer, i64, pointer, i64});
+  new llvm::GlobalVariable(
+      *module, libraryType, true, llvm::GlobalValue::ExternalLinkage,
+      llvm::ConstantStruct::get(libraryType, {imageData, llvm::ConstantInt::get(i64, image.size()),
+                                              kernelTable, llvm::ConstantInt::get(i64, kernels.size())}),
+      symbol);
+  optimizeModule(*module, *host.machine, host.vectorMath);
+
+  llvm::SmallVector<char, 0> object;
+  llvm::raw_svector_ostream stream(object);
+  llvm::legacy::PassManager passes;
+  TG_ASSERT(!host.machine->addPassesToEmitFile(passes, stream, nullptr, llvm::CodeGenFileType::ObjectFile))
+      << "the host target cannot emit object files";
+  passes.run(*module);
+  return std::string(object.begin(), object.end());
 }
 
 } // namespace tg::codegen

@@ -1,8 +1,9 @@
 // The parts of the kernel API that need no LLVM: kernel names, error messages, the rule that picks a kernel's
-// layout, the walk over planes that runs strided host kernels, and the process's kernel supply (KernelSupply.h).
+// layout, the walk over planes that runs strided host kernels, and the process's kernel supply
+// (KernelSupply.h).
 #include "codegen/Kernel.h"
-#include "codegen/KernelSupply.h"
 
+#include "codegen/KernelSupply.h"
 #include "codegen/ScalarOps.h"
 #include "ir/Assert.h"
 #include "ir/SmallVector.h"
@@ -250,7 +251,6 @@ std::string kernelName(const KernelSpec &spec) {
   std::snprintf(digits, sizeof digits, "%016llx", static_cast<unsigned long long>(hash.value()));
   return std::string("tgc_fused_") + digits;
 }
-
 
 std::string creationKernelName(ir::OpKind kind, ir::DType dtype) {
   return std::string("tgc_") + ir::opName(kind) + "_" + ir::dtypeName(dtype);

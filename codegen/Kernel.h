@@ -240,6 +240,22 @@ HostKernel compileHostKernel(const KernelSpec &spec);
 /// The simulated-device kernel, compiled and cached like compileHostKernel.
 SimDeviceKernel compileSimDeviceKernel(const KernelSpec &spec);
 
+// ---- Ahead of time (tgc compile --emit=lib; runtime/aot/) ----
+
+/// The object file of a library made ahead of time (ELF, position-independent): the host kernel of each of
+/// `specs` (internal symbols, compiled for `cpu` as the JIT compiles them: "native" or an x86-64 CPU name
+/// LLVM knows, which this machine need not have), and `symbol`, a tgc_library (runtime/aot/tgc_aot.h) holding
+/// `image` and the kernels in the order of `specs`, which must be distinct. Its code calls libm and
+/// libmvec. Throws ir::UserError for an unknown CPU.
+std::string compileLibraryObject(const std::string &symbol, const std::vector<KernelSpec> &specs,
+                                 const std::string &image, const std::string &cpu);
+
+/// Writes a static library (an ar archive with a symbol table) at `path`: the members of the archive at
+/// `base` (the AOT runtime), then `objects` (member name, object bytes). Throws ir::UserError when `base`
+/// cannot be read or `path` written.
+void writeStaticLibrary(const std::string &path, const std::string &base,
+                        const std::vector<std::pair<std::string, std::string>> &objects);
+
 // ---- The matmul kernel (codegen/MatmulKernel.cpp): matmul on a device, where gemm cannot ----
 //
 // c (n x m, C order) = a (n x k) @ b (k x m), a and b read through strides in elements (so transposed views

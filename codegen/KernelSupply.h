@@ -1,8 +1,8 @@
 // KernelSupply: where the runtime gets its generated kernels. In tgc itself they come from codegen's JIT,
 // which compiles each one when first asked (Kernel.h: compileHostKernel, emitPtx, ...); in a library made
-// ahead of time (`tgc compile --emit=lib`), from a table of kernels compiled before (runtime/aot/). The runtime
-// asks only through kernelSupply(), and so links no LLVM: which supply a program has is decided when it is
-// linked (defaultKernelSupply), or for a while by a ScopedKernelSupply.
+// ahead of time (`tgc compile --emit=lib`), from a table of kernels compiled before (runtime/aot/). The
+// runtime asks only through kernelSupply(), and so links no LLVM: which supply a program has is decided when
+// it is linked (defaultKernelSupply), or for a while by a ScopedKernelSupply.
 #pragma once
 
 #include "codegen/Kernel.h"

@@ -324,7 +324,8 @@ public:
       if (d < 0) corrupt("a constant of negative size");
       elements *= d;
     }
-    if (size != static_cast<size_t>(elements) * dtypeSize(data.dtype)) corrupt("a constant of the wrong size");
+    if (size != static_cast<size_t>(elements) * dtypeSize(data.dtype))
+      corrupt("a constant of the wrong size");
     data.bytes.assign(bytes_.begin() + static_cast<ptrdiff_t>(position_),
                       bytes_.begin() + static_cast<ptrdiff_t>(position_ + size));
     position_ += size;

@@ -10,12 +10,12 @@
 //             and name)
 //
 // Records come in the graph's topological order, which the graph read back keeps (assumeToposort), so that
-// it runs in the same order. Values are numbered as they are written: inputs, then each constant and node output where it first
-// appears. Ops are written by kind number with all their attributes (a fused node's scalar program, a scan's
-// body graph, recursively), so an archive is read only by a tgc of the same op table: the fingerprint of
-// Ops.def's names and DTypes.def's is checked. The loop attributes that only the optimizer reads (`unplaced`,
-// `extends`) are left out. Integers are in this machine's byte order (the archive is read where it is
-// linked).
+// it runs in the same order. Values are numbered as they are written: inputs, then each constant and node
+// output where it first appears. Ops are written by kind number with all their attributes (a fused node's
+// scalar program, a scan's body graph, recursively), so an archive is read only by a tgc of the same op
+// table: the fingerprint of Ops.def's names and DTypes.def's is checked. The loop attributes that only the
+// optimizer reads (`unplaced`, `extends`) are left out. Integers are in this machine's byte order (the
+// archive is read where it is linked).
 #pragma once
 
 #include "ir/Program.h"

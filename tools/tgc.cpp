@@ -3,6 +3,7 @@
 //   tgc run FILE.tg [--device auto|cpu|sim|cuda] [--in NAME=FILE.npy]... [--out NAME=FILE.npy]... [--steps N]
 //           [--batch B [--epochs E] [--shuffle SEED]] [-v] [--no-cache]
 //   tgc compile FILE.tg --emit=ast|ir|opt|json|dot|llvm|ptx [-o FILE] [--gpu-arch sm_XX] [--no-cache]
+//   tgc compile FILE.tg --emit=lib -o DIR/NAME [--shared] [--host-cpu CPU]
 //           [optimizer options]
 //   tgc repl [--in NAME=FILE.npy]... [--device ...] [--gpu-arch sm_XX] [--no-cache] [optimizer options]
 //                                                                                   (also `tgc` alone)
@@ -10,6 +11,7 @@
 //
 // Exit codes: 0 success, 1 a user error in the script or its inputs, 2 bad usage, 3 an internal error.
 #include "api/Api.h"
+#include "api/Library.h"
 #include "api/Stages.h"
 #include "codegen/Kernel.h"
 #include "frontend/Diagnostics.h"
@@ -80,11 +82,15 @@ run options:
   -v                    say what happens
 
 compile options:
-  --emit=ast|ir|opt|json|dot|llvm|ptx
+  --emit=ast|ir|opt|json|dot|llvm|ptx|lib
                                what to print (default ir): ir is the graph as built (or after --stop-after),
                                opt the optimized graph; json and dot show the optimized graph; llvm the
                                LLVM IR of every host kernel, ptx one PTX module of every device kernel (of
-                               every kernel when nothing runs on a device): no GPU is needed
+                               every kernel when nothing runs on a device): no GPU is needed; lib writes a
+                               library that C and C++ programs link (-o DIR/NAME: NAME.h, libNAME.a,
+                               NAME.cmake; docs/aot.md), its kernels compiled for --host-cpu (any x86-64
+                               CPU LLVM knows: the library need not run here)
+  --shared                     with --emit=lib, also libNAME.so
   --gpu-arch=sm_XX             the GPU the PTX is for (default sm_90: H100/H200; sm_80: A100)
   -o FILE                      write it to FILE instead of standard output
   --opt-profile                print each pass's time, node counts and rewrites (in the JSON with --emit=json)
@@ -134,6 +140,7 @@ struct Options {
   bool verbose = false;
   bool optimize = true;
   bool optProfile = false;
+  bool shared = false; // --emit=lib: also a shared library
   bool explainPlacement = false;
   bool kernelCache = true;
   opt::OptimizerOptions optimizer;
@@ -243,10 +250,10 @@ Options parseOptions(int argc, char **argv) {
       options.optimizer.device = options.device == "sim" || options.device == "cuda";
     } else if (arg == "--emit" && forCompile) {
       options.emit = value();
-      static const std::set<std::string> kinds{"ast", "ir", "opt", "json", "dot", "llvm", "ptx"};
+      static const std::set<std::string> kinds{"ast", "ir", "opt", "json", "dot", "llvm", "ptx", "lib"};
       if (!kinds.count(options.emit))
         throw UsageError{"unknown --emit value '" + options.emit +
-                         "'; expected ast, ir, opt, json, dot, llvm or ptx"};
+                         "'; expected ast, ir, opt, json, dot, llvm, ptx or lib"};
     } else if (arg == "--gpu-arch" && (forCompile || forRepl)) {
       options.gpuArch = value();
       bool valid = options.gpuArch.size() > 3 && options.gpuArch.rfind("sm_", 0) == 0 &&
@@ -255,6 +262,8 @@ Options parseOptions(int argc, char **argv) {
         throw UsageError{"--gpu-arch expects sm_XX (sm_80, sm_90, ...), got '" + options.gpuArch + "'"};
     } else if (arg == "-o" && forCompile) {
       options.outputFile = value();
+    } else if (arg == "--shared" && forCompile) {
+      options.shared = true;
     } else if (arg == "--opt-profile" && forCompile) {
       options.optProfile = true;
     } else if (arg == "--explain-placement" && forCompile) {
@@ -322,7 +331,15 @@ Options parseOptions(int argc, char **argv) {
     throw UsageError{"--steps and --batch both set the steps: give --epochs E with --batch instead"};
   if (options.file.empty() && options.command != "repl")
     throw UsageError{"'tgc " + options.command + "' needs a script, e.g. tgc " + options.command + " x.tg"};
-  chooseHostCpu(options.hostCpu);
+  if (options.shared && options.emit != "lib") throw UsageError{"--shared goes with --emit=lib"};
+  if (options.emit == "lib" && options.outputFile.empty())
+    throw UsageError{"--emit=lib needs -o DIR/NAME: where to write NAME.h, libNAME.a and NAME.cmake"};
+  if (options.emit == "lib" && options.optimizer.device)
+    throw UsageError{"--emit=lib makes libraries for the CPU: device code in a library is not built yet "
+                     "(leave out --device, or give --device=cpu)"};
+  // A library's kernels are compiled for --host-cpu, which need not be this machine's; the JIT (which runs
+  // the library's program once to see its kernels) keeps this machine's.
+  if (options.emit != "lib") chooseHostCpu(options.hostCpu);
   return options;
 }
 
@@ -339,6 +356,16 @@ api::Options libraryOptions(const Options &options) {
 int compile(const Options &options) {
   api::Source source = api::Source::file(options.file);
   std::string text;
+  if (options.emit == "lib") {
+    api::LibraryOptions library{options.outputFile, options.shared, options.hostCpu};
+    if (library.hostCpu.empty()) {
+      const char *fromEnvironment = std::getenv("TGC_HOST_CPU");
+      library.hostCpu = fromEnvironment && *fromEnvironment ? fromEnvironment : "native";
+    }
+    for (const std::string &path : api::writeLibrary(source, libraryOptions(options), library))
+      std::cerr << "tgc: wrote " << path << "\n";
+    return 0;
+  }
   if (options.emit == "ast") {
     text = api::printAst(source);
   } else {

@@ -198,8 +198,8 @@ private:
   }
 
   void launch(const FusedKernelLaunch &launch) override {
-    CUfunction kernel =
-        function(codegen::kernelName(launch.spec), [&] { return codegen::kernelSupply().ptx(launch.spec, arch_); });
+    CUfunction kernel = function(codegen::kernelName(launch.spec),
+                                 [&] { return codegen::kernelSupply().ptx(launch.spec, arch_); });
     launchOnGrid(kernel, launch.grid, launch.parameters.data(),
                  codegen::fusedParameterCount(launch.spec) * sizeof(uint64_t));
   }
@@ -211,20 +211,23 @@ private:
   }
 
   void launch(const CreationKernelLaunch &launch) override {
-    CUfunction kernel = function(codegen::creationKernelName(launch.kind, launch.dtype),
-                                 [&] { return codegen::kernelSupply().creationPtx(launch.kind, launch.dtype, arch_); });
+    CUfunction kernel = function(codegen::creationKernelName(launch.kind, launch.dtype), [&] {
+      return codegen::kernelSupply().creationPtx(launch.kind, launch.dtype, arch_);
+    });
     launchOnGrid(kernel, launch.grid, &launch.args, sizeof launch.args);
   }
 
   void launch(const IndexKernelLaunch &launch) override {
-    CUfunction kernel = function(codegen::indexKernelName(launch.kind, launch.dtype),
-                                 [&] { return codegen::kernelSupply().indexPtx(launch.kind, launch.dtype, arch_); });
+    CUfunction kernel = function(codegen::indexKernelName(launch.kind, launch.dtype), [&] {
+      return codegen::kernelSupply().indexPtx(launch.kind, launch.dtype, arch_);
+    });
     launchOnGrid(kernel, launch.grid, &launch.args, sizeof launch.args);
   }
 
   void launch(const WindowKernelLaunch &launch) override {
-    CUfunction kernel = function(codegen::windowKernelName(launch.kind, launch.dtype),
-                                 [&] { return codegen::kernelSupply().windowPtx(launch.kind, launch.dtype, arch_); });
+    CUfunction kernel = function(codegen::windowKernelName(launch.kind, launch.dtype), [&] {
+      return codegen::kernelSupply().windowPtx(launch.kind, launch.dtype, arch_);
+    });
     launchOnGrid(kernel, launch.grid, &launch.args, sizeof launch.args);
   }
 

@@ -1,10 +1,11 @@
 // The program archive (ir/ProgramArchive.h): every example script, optimized for the CPU and placed for a
 // device, reads back as the same program (the same printed graphs, and the same archive when written again);
 // damaged archives are errors, never crashes.
+#include "ir/ProgramArchive.h"
+
 #include "frontend/Diagnostics.h"
 #include "frontend/GraphBuilder.h"
 #include "ir/Printers.h"
-#include "ir/ProgramArchive.h"
 #include "opt/Pipeline.h"
 #include "runtime/ConstantEvaluator.h"
 

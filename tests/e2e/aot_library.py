@@ -1,0 +1,187 @@
+#!/usr/bin/python3
+"""Libraries made ahead of time (tgc compile --emit=lib) print what tgc run prints.
+
+For each training example: compile it to a library, build examples/aot (a C++ program, with CMake) against
+it, run both it and `tgc run` for the same steps, and compare every number printed (relative 1e-5: the same
+kernels, so they agree to the last digit in practice). The program must not link LLVM or ANTLR (ldd). A C
+program using the typed API of logreg.h (compiled as C, so the header is C) trains the params as tgc run
+does (--out w=...), and the library's errors carry the script's locations.
+
+  /usr/bin/python3 tests/e2e/aot_library.py --tgc build/tgc
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DATA = os.path.join(ROOT, "examples", "data")
+
+RUNS = [
+    ("logreg.tg", ["X=logreg_X.npy", "y=logreg_y.npy"], 200, 50),
+    ("mlp.tg", ["X=spiral_X.npy", "labels=spiral_y.npy"], 300, 100),
+    ("embedding.tg", [], 40, 10),
+    ("cnn.tg", ["x=fashion32_x.npy", "labels=fashion32_y.npy"], 4, 2),
+    ("char_rnn.tg", ["seq=gpl64_windows.npy", "prompt=gpl_prompt.npy"], 2, 1),
+]
+
+NUMBER = re.compile(r"-?(?:\d+\.?\d*(?:e[-+]?\d+)?|nan|inf)")
+
+
+def run(args, **kwargs):
+    result = subprocess.run(args, capture_output=True, text=True, **kwargs)
+    if result.returncode != 0:
+        raise RuntimeError("failed (%d): %s\n%s%s" % (result.returncode, " ".join(args), result.stdout, result.stderr))
+    return result.stdout
+
+
+def same_numbers(expected, actual):
+    """Whether two printouts say the same, numbers compared as numbers (relative 1e-5)."""
+    if NUMBER.sub("#", expected) != NUMBER.sub("#", actual):
+        return False
+    a = np.array([float(x) for x in NUMBER.findall(expected)])
+    b = np.array([float(x) for x in NUMBER.findall(actual)])
+    return np.allclose(a, b, rtol=1e-5, atol=1e-7, equal_nan=True)
+
+
+def build(model, work):
+    """Configures and builds examples/aot against the library `model` (DIR/NAME); returns the program."""
+    build_dir = os.path.join(work, os.path.basename(model) + "-build")
+    run(["cmake", "-S", os.path.join(ROOT, "examples", "aot"), "-B", build_dir, "-DMODEL=" + model,
+         "-DCMAKE_BUILD_TYPE=Release"])
+    run(["cmake", "--build", build_dir])
+    return os.path.join(build_dir, "run_model")
+
+
+def check_links_no_compiler(program):
+    libraries = run(["ldd", program])
+    for forbidden in ("libLLVM", "antlr"):
+        assert forbidden not in libraries, "%s links %s:\n%s" % (program, forbidden, libraries)
+
+
+def check_examples(tgc, work):
+    for example, inputs, steps, every in RUNS:
+        model = os.path.join(work, example.split(".")[0])
+        run([tgc, "compile", os.path.join(ROOT, "examples", example), "--emit=lib", "-o", model])
+        program = build(model, work)
+        check_links_no_compiler(program)
+        args = ["--steps", str(steps), "--print-every", str(every)]
+        for assignment in inputs:
+            name, file = assignment.split("=")
+            args += ["--in", "%s=%s" % (name, os.path.join(DATA, file))]
+        expected = run([tgc, "run", os.path.join(ROOT, "examples", example), "--device=cpu"] + args)
+        actual = run([program] + args)
+        assert same_numbers(expected, actual), "%s: the library printed\n%s\ntgc run printed\n%s" % (
+            example, actual, expected)
+        print("ok: %s, %d steps: the library prints what tgc run prints" % (example, steps))
+
+
+TYPED = r"""
+#include "logreg.h"
+#include <stdio.h>
+
+int main(int argc, char **argv) {
+  tgc_array X, y;
+  if (tgc_array_load_npy(argv[1], &X) != TGC_OK || tgc_array_load_npy(argv[2], &y) != TGC_OK) {
+    fprintf(stderr, "%s\n", tgc_last_error());
+    return 1;
+  }
+  tgc_model *model;
+  if (logreg_open(&model, NULL) != TGC_OK) { fprintf(stderr, "%s\n", tgc_last_error()); return 1; }
+  logreg_inputs in = {(const float *)X.data, {X.shape[0], X.shape[1]}, (const float *)y.data, {y.shape[0]}};
+  logreg_outputs out;
+  for (int step = 0; step < 50; ++step)
+    if (logreg_step(model, &in, &out) != TGC_OK) { fprintf(stderr, "%s\n", tgc_last_error()); return 1; }
+  float w[4], b;
+  logreg_get_w(model, w);
+  logreg_get_b(model, &b);
+  printf("loss %.9g\nw %.9g %.9g %.9g %.9g\nb %.9g\n", *out.loss, w[0], w[1], w[2], w[3], b);
+
+  /* A wrong shape is the caller's error, located at the input's declaration. */
+  logreg_inputs wrong = in;
+  wrong.X_shape[1] = 3;
+  tgc_status status = logreg_run(model, &wrong, &out);
+  printf("wrong shape: %d %s\n", (int)status, tgc_last_error());
+  /* Setting a param, then reading it back. */
+  float zeros[4] = {0, 0, 0, 0};
+  logreg_set_w(model, zeros);
+  logreg_get_w(model, w);
+  printf("set: %g %g %g %g\n", w[0], w[1], w[2], w[3]);
+  tgc_model *other;
+  printf("device cuda: %d %s\n", (int)logreg_open(&other, "cuda"), tgc_last_error());
+  printf("device gpu: %d %s\n", (int)logreg_open(&other, "gpu"), tgc_last_error());
+  tgc_model_close(model);
+  tgc_array_free(&X);
+  tgc_array_free(&y);
+  return 0;
+}
+"""
+
+
+def check_typed_c(tgc, work):
+    model = os.path.join(work, "logreg")  # made by check_examples
+    source = os.path.join(work, "typed.c")
+    with open(source, "w") as f:
+        f.write(TYPED)
+    program = os.path.join(work, "typed")
+    cmake = open(model + ".cmake").read()
+    libraries = re.search(r'INTERFACE_LINK_LIBRARIES "([^"]*)"', cmake).group(1).split(";")
+    flags = ["-pthread" if lib == "Threads::Threads" else lib if lib.startswith("/") else "-l" + lib
+             for lib in libraries]
+    run(["cc", "-std=c99", "-Wall", "-Werror", "-I" + work, source, "-o", program, model.replace("logreg", "liblogreg.a")]
+        + flags + ["-lstdc++"])
+    X, y = os.path.join(DATA, "logreg_X.npy"), os.path.join(DATA, "logreg_y.npy")
+    out = run([program, X, y])
+    w_file, b_file = os.path.join(work, "w.npy"), os.path.join(work, "b.npy")
+    expected = run([tgc, "run", os.path.join(ROOT, "examples", "logreg.tg"), "--device=cpu", "--in", "X=" + X,
+                    "--in", "y=" + y, "--steps", "50", "--out", "w=" + w_file, "--out", "b=" + b_file])
+    loss = float(re.search(r"loss = (\S+)", expected).group(1))
+    lines = dict(line.split(" ", 1) for line in out.splitlines())
+    assert np.isclose(float(lines["loss"]), loss, rtol=1e-5), out
+    assert np.allclose([float(v) for v in lines["w"].split()], np.load(w_file), rtol=1e-5), out
+    assert np.isclose(float(lines["b"]), np.load(b_file), rtol=1e-5), out
+    assert re.search(r"wrong shape: 1 .*logreg\.tg:6:8: input 'X': dimension 1 is 3", out), out
+    assert "set: 0 0 0 0" in out, out
+    assert re.search(r"device cuda: 3 device cuda: the library has no device code", out), out
+    assert re.search(r"device gpu: 4 unknown device 'gpu'", out), out
+    print("ok: the typed C API of logreg.h trains the params as tgc run does; errors say where")
+
+
+def check_usage_errors(tgc, work):
+    script = os.path.join(ROOT, "examples", "logreg.tg")
+    for args, message in [
+        (["--emit=lib"], "--emit=lib needs -o DIR/NAME"),
+        (["--emit=lib", "-o", os.path.join(work, "x"), "--host-cpu", "pentium9"], "unknown host CPU 'pentium9'"),
+        (["--emit=ir", "--shared"], "--shared goes with --emit=lib"),
+    ]:
+        result = subprocess.run([tgc, "compile", script] + args, capture_output=True, text=True)
+        assert result.returncode == 2 and message in result.stderr, (args, result.returncode, result.stderr)
+    # Compiled for another CPU level than this machine's: the library is written (it need not run here).
+    run([tgc, "compile", script, "--emit=lib", "-o", os.path.join(work, "v2", "logreg"), "--host-cpu", "x86-64-v2"])
+    assert os.path.getsize(os.path.join(work, "v2", "liblogreg.a")) > 0
+    print("ok: usage errors; a library for x86-64-v2")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tgc", required=True)
+    args = parser.parse_args()
+    tgc = os.path.abspath(args.tgc)
+    for tool in ("cmake", "cc", "ldd"):
+        if not shutil.which(tool):
+            print("skipped: %s is not installed" % tool)
+            return 0
+    with tempfile.TemporaryDirectory() as work:
+        check_examples(tgc, work)
+        check_typed_c(tgc, work)
+        check_usage_errors(tgc, work)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

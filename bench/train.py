@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Training-step time on the CPU: a compiled tgc step against the same step written by hand in NumPy and in
+"""Training-step time on the CPU: a compiled tgc step, the same script compiled ahead of time into a library
+(tgc compile --emit=lib --shared, stepped through its C API), and the same step written by hand in NumPy and in
 PyTorch eager (same initial params, same math), side by side in one run; then steps per second on sim.
 
   build/tgc-python bench/train.py [--repeat 5] [--large-steps 5]
@@ -9,11 +10,14 @@ accuracy, grad, four plain gradient-descent updates): examples/mlp.tg itself on 
 (2 -> 64 -> 3), and a large one (4096 x 256 -> 1024 -> 10, random data). Compilation is excluded: each
 implementation runs a few warm-up steps first. Each figure is the best of --repeat rounds, the
 implementations taking turns in each round. The losses after the timed steps are compared (they must agree
-within float32's rounding) so that the three compute the same thing. PyTorch is optional (Debian's
+within float32's rounding) so that all compute the same thing. AOT/tgc is the library's step time over the
+JIT's (the same kernels and runtime: 1.0 but for noise). PyTorch is optional (Debian's
 python3-torch); without it its column says so.
 """
 import argparse
+import ctypes
 import os
+import subprocess
 import sys
 import tempfile
 import warnings
@@ -102,6 +106,46 @@ class TorchMlp:
         return loss.item(), accuracy.item()
 
 
+class TgcArray(ctypes.Structure):
+    _fields_ = [("dtype", ctypes.c_int), ("rank", ctypes.c_int32), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("data", ctypes.c_void_p)]
+
+
+class AotMlp:
+    """The script compiled ahead of time (tgc compile --emit=lib --shared), stepped through its C API
+    (runtime/aot/tgc_aot.h) by ctypes: tgc's kernels with no compiler in the loop."""
+
+    DTYPES = {np.dtype(np.float32): 0, np.dtype(np.float64): 1, np.dtype(np.int32): 2, np.dtype(np.int64): 3,
+              np.dtype(np.bool_): 4}
+
+    def __init__(self, script, folder, inputs, params):
+        tgc_command = os.environ.get("TGC", os.path.join(ROOT, "build", "tgc"))
+        subprocess.run([tgc_command, "compile", script, "--emit=lib", "--shared", "-o", os.path.join(folder, "model")],
+                       check=True, capture_output=True)
+        self.library = ctypes.CDLL(os.path.join(folder, "libmodel.so"))
+        self.model = ctypes.c_void_p()
+        table = ctypes.c_void_p.in_dll(self.library, "model_library")
+        if self.library.tgc_model_open(ctypes.byref(table), b"cpu", ctypes.byref(self.model)) != 0:
+            raise SystemExit("aot: " + ctypes.c_char_p(self.library.tgc_last_error()).value.decode())
+        self.keep = list(inputs)
+        self.inputs = (TgcArray * len(inputs))(*[self.array(x) for x in inputs])
+        self.outputs = (TgcArray * 2)()
+        for index, value in enumerate(params):  # the same initial params as the others (W1, b1, W2, b2)
+            self.keep.append(value)
+            self.library.tgc_model_set_param(self.model, index, ctypes.byref(self.array(value)))
+
+    def array(self, x):
+        shape = (ctypes.c_int64 * max(x.ndim, 1))(*x.shape)
+        self.keep.append(shape)
+        return TgcArray(self.DTYPES[x.dtype], x.ndim, shape, x.ctypes.data)
+
+    def step(self):
+        self.library.tgc_model_step(self.model, self.inputs, self.outputs)
+
+    def loss(self):
+        return ctypes.cast(self.outputs[0].data, ctypes.POINTER(ctypes.c_float))[0]
+
+
 def seconds_per_step(step, steps):
     start = time.perf_counter()
     for _ in range(steps):
@@ -114,6 +158,9 @@ def compare(name, script, X, labels, rate, steps, repeat, torch):
     program = tgc.compile(script, device="cpu")
     initial = {k: np.array(v) for k, v in program.params.items()}
     implementations = {"tgc": lambda: program.step(X=X, labels=labels)}
+    folder = tempfile.mkdtemp()
+    aot = AotMlp(script, folder, [X, labels], [initial[k] for k in ("W1", "b1", "W2", "b2")])
+    implementations["aot"] = aot.step
     numpy_mlp = NumPyMlp(initial, rate)
     implementations["numpy"] = lambda: numpy_mlp.step(X, labels)
     if torch:
@@ -128,6 +175,8 @@ def compare(name, script, X, labels, rate, steps, repeat, torch):
             best[key] = min(best.get(key, 1e30), seconds_per_step(step, steps))
     # The same math: after the same number of steps the losses agree.
     losses = {"tgc": float(program(X=X, labels=labels)["loss"])}
+    aot.library.tgc_model_run(aot.model, aot.inputs, aot.outputs)
+    losses["aot"] = float(aot.loss())
     losses["numpy"] = float(NumPyMlp({"W1": numpy_mlp.W1, "b1": numpy_mlp.b1, "W2": numpy_mlp.W2,
                                       "b2": numpy_mlp.b2}, 0).step(X, labels)[0])
     if torch:
@@ -175,14 +224,14 @@ def main():
     os.unlink(script.name)
 
     print("BLAS: %s" % tgc.blas)
-    print("%-30s %12s %12s %12s %10s %10s %14s" % ("step (ms)", "tgc", "NumPy", "PyTorch", "tgc/NumPy",
-                                                    "tgc/PyTorch", "sim steps/s"))
+    print("%-30s %10s %10s %10s %10s %9s %10s %11s %12s" % ("step (ms)", "tgc", "tgc AOT", "NumPy", "PyTorch",
+                                                            "AOT/tgc", "tgc/NumPy", "tgc/PyTorch", "sim steps/s"))
     for name, best, sim_seconds in rows:
         torch_ms = "%.3f" % (best["torch"] * 1e3) if "torch" in best else "absent"
         torch_ratio = "%.2f" % (best["tgc"] / best["torch"]) if "torch" in best else "-"
-        print("%-30s %12.3f %12.3f %12s %10.2f %10s %14.1f" % (
-            name, best["tgc"] * 1e3, best["numpy"] * 1e3, torch_ms, best["tgc"] / best["numpy"], torch_ratio,
-            1 / sim_seconds))
+        print("%-30s %10.3f %10.3f %10.3f %10s %9.2f %10.2f %11s %12.1f" % (
+            name, best["tgc"] * 1e3, best["aot"] * 1e3, best["numpy"] * 1e3, torch_ms, best["aot"] / best["tgc"],
+            best["tgc"] / best["numpy"], torch_ratio, 1 / sim_seconds))
 
 
 if __name__ == "__main__":

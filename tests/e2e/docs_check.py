@@ -14,6 +14,9 @@ Blocks are fenced with a language, and may follow directives in HTML comments, w
             module (BUILD/python, BUILD being tgc's folder) on its path, in the repository root; the other lines
             are what it prints. The pycon blocks of one page are one session, as the REPL's are. Skipped, and
             said so, when the module was not built.
+  c, cpp, cmake  code in those languages, checked against the repository, where a test builds and runs it:
+            after `<!-- file: PATH -->` the block is that file's whole text, after `<!-- excerpt: PATH -->` its
+            lines appear in that file, in a row.
   text      not code (synopses): not run.
 Expected output is matched line by line: a line `...` stands for any number of lines, `...` within a line for
 any text there (times, a library's version), and numbers compare as numbers (numcheck.py): integers exactly, floats within rtol 1e-5 and atol 1e-6,
@@ -41,7 +44,7 @@ LIBDEVICE = os.environ.get("TGC_LIBDEVICE", "/usr/local/cuda/nvvm/libdevice/libd
 DEFAULT_TOLERANCE = {"rtol": 1e-5, "atol": 1e-6}
 
 
-DIRECTIVE = re.compile(r"^<!-- (run|error|file)(?::\s*(.*?))? -->$")
+DIRECTIVE = re.compile(r"^<!-- (run|error|file|excerpt)(?::\s*(.*?))? -->$")
 
 
 def blocks(path):
@@ -93,6 +96,22 @@ def matches(expected, actual, tolerance):
 
 def needs_libdevice(text):
     return ("--emit=ptx" in text or ":ptx" in text) and not os.path.exists(LIBDEVICE)
+
+
+def check_source(lines, directives):
+    """A block of C, C++ or CMake: the text of a file of the repository, or lines of one in a row."""
+    text = "\n".join(lines) + "\n"
+    if "file" in directives:
+        path = os.path.join(ROOT, directives["file"])
+        if not os.path.isfile(path) or open(path).read() != text:
+            return "the block is not the text of %s" % directives["file"]
+        return None
+    if "excerpt" in directives:
+        path = os.path.join(ROOT, directives["excerpt"])
+        if not os.path.isfile(path) or text not in open(path).read():
+            return "the block's lines are not lines of %s, in a row" % directives["excerpt"]
+        return None
+    return "a block of source needs <!-- file: PATH --> or <!-- excerpt: PATH -->: the file a test builds"
 
 
 def run_tg(tgc, lines, directives, folder):
@@ -219,10 +238,12 @@ def main():
                     problem = run_repl(tgc, lines, session, tolerance)
                 elif language == "pycon":
                     problem = run_pycon(tgc, lines, python_session, tolerance)
+                elif language in ("c", "cpp", "cmake"):
+                    problem = check_source(lines, directives)
                 elif language == "text":
                     continue
                 else:
-                    problem = "a code block needs a language: tg, console, repl, pycon or text"
+                    problem = "a code block needs a language: tg, console, repl, pycon, c, cpp, cmake or text"
             if problem:
                 failed += 1
                 print("FAIL %s\n  %s" % (where, problem.replace("\n", "\n  ")))

@@ -4,6 +4,8 @@
 #include "ir/Loop.h"
 #include "ir/ProgramArchive.h"
 #include "ir/ScalarGraph.h"
+#include "runtime/ArgReduction.h"
+#include "runtime/DevicePlan.h"
 #include "runtime/aot/LibraryImage.h"
 
 #include <algorithm>
@@ -26,26 +28,63 @@ namespace {
   throw Error(kind, message, {}, "tgc: error: " + message + "\n");
 }
 
-/// Records the host kernels a run asks for, and has the JIT compile them for the run.
+/// The kernels a library holds: host kernels by spec, device kernels by what the device layer asks for (the
+/// simulated device asks for the very kernels whose PTX the CUDA device would load). Specs point at programs
+/// it keeps.
+struct KernelSet {
+  std::vector<codegen::KernelSpec> host, device;
+  std::set<ir::DType> matmuls;
+  std::set<std::pair<ir::OpKind, ir::DType>> creations;
+  std::set<std::pair<codegen::IndexKernel, ir::DType>> indexing;
+  std::set<std::pair<codegen::WindowKernel, ir::DType>> windows;
+
+  /// `spec` with a program of its own (the device layer's are temporaries).
+  codegen::KernelSpec kept(codegen::KernelSpec spec) {
+    programs.push_back(std::make_shared<ir::ScalarGraph>(*spec.body));
+    spec.body = programs.back().get();
+    return spec;
+  }
+  void addHost(const codegen::KernelSpec &spec) { host.push_back(kept(spec)); }
+  void addDevice(const codegen::KernelSpec &spec) { device.push_back(kept(spec)); }
+  /// The device kernels of `program` in both layouts (Contiguous where the program allows it).
+  void addDeviceLayouts(const ir::ScalarGraph &program) {
+    addDevice({&program, codegen::Layout::Strided});
+    bool gathers = std::any_of(program.body.begin(), program.body.end(),
+                               [](const ir::ScalarInstr &instr) { return instr.kind == ir::OpKind::Gather; });
+    if (!gathers) addDevice({&program, codegen::Layout::Contiguous});
+  }
+
+private:
+  std::vector<std::shared_ptr<ir::ScalarGraph>> programs;
+};
+
+/// Records the kernels a run asks for into a KernelSet, and has the JIT compile them for the run.
 class RecordingSupply final : public codegen::KernelSupply {
 public:
-  std::vector<codegen::KernelSpec> hostSpecs;
+  explicit RecordingSupply(KernelSet &kernels) : kernels_(kernels) {}
 
   codegen::HostKernel host(codegen::KernelSpec &spec) override {
-    hostSpecs.push_back(spec);
+    kernels_.addHost(spec);
     return jit().host(spec);
   }
   codegen::SimDeviceKernel simDevice(const codegen::KernelSpec &spec) override {
+    kernels_.addDevice(spec);
     return jit().simDevice(spec);
   }
-  codegen::SimMatmulKernel simMatmul(ir::DType dtype) override { return jit().simMatmul(dtype); }
+  codegen::SimMatmulKernel simMatmul(ir::DType dtype) override {
+    kernels_.matmuls.insert(dtype);
+    return jit().simMatmul(dtype);
+  }
   codegen::SimCreationKernel simCreation(ir::OpKind kind, ir::DType dtype) override {
+    kernels_.creations.emplace(kind, dtype);
     return jit().simCreation(kind, dtype);
   }
   codegen::SimIndexKernel simIndex(codegen::IndexKernel kind, ir::DType dtype) override {
+    kernels_.indexing.emplace(kind, dtype);
     return jit().simIndex(kind, dtype);
   }
   codegen::SimWindowKernel simWindow(codegen::WindowKernel kind, ir::DType dtype) override {
+    kernels_.windows.emplace(kind, dtype);
     return jit().simWindow(kind, dtype);
   }
   std::string ptx(const codegen::KernelSpec &spec, const std::string &arch) override {
@@ -66,31 +105,121 @@ public:
 
 private:
   static codegen::KernelSupply &jit() { return codegen::defaultKernelSupply(); }
+  KernelSet &kernels_;
 };
+
+/// Calls `visit` on every node of `graph` and of its loops' bodies.
+template <typename Visit>
+void forEachNode(const ir::Graph &graph, Visit &&visit) {
+  for (const ir::Node *node : graph.toposort()) {
+    visit(*node);
+    if (node->op().kind() == ir::OpKind::Scan) {
+      forEachNode(node->op().attrs().loop->body.graph, visit);
+      forEachNode(node->op().attrs().loop->body.init, visit);
+    }
+  }
+}
+
+/// Every device node's kernels (DevicePlan.h) in both layouts, and the device layer's own kernels that a run
+/// of other shapes may ask for: copies into C order, fills, index arrays made i64, the fills of reductions of
+/// no element.
+void addDeviceKernels(const ir::Program &program, KernelSet &kernels) {
+  using Kind = runtime::DeviceStep::Kind;
+  auto visit = [&](const ir::Node &node) {
+    bool transfer = node.op().kind() == ir::OpKind::ToDevice || node.op().kind() == ir::OpKind::ToHost;
+    if (node.op().place() != ir::Place::Device || transfer) return;
+    runtime::DeviceStep step = runtime::planDeviceStep(node);
+    ir::DType dtype = node.output()->type().dtype;
+    switch (step.kind) {
+    case Kind::Kernel:
+    case Kind::Reduction:
+    case Kind::Fill:
+    case Kind::Broadcast: {
+      const ir::ScalarGraph &program = *step.fused->attrs().body;
+      kernels.addDeviceLayouts(program);
+      if (program.reduction)
+        kernels.addDeviceLayouts(runtime::fillProgram(codegen::kernelOutputDtype(program),
+                                                      runtime::emptyReduction(*program.reduction)));
+      break;
+    }
+    case Kind::PositionalReduction: {
+      runtime::ArgReduction plan =
+          runtime::planArgReduction(node.op(), node.input(0)->type().dtype, 0, false);
+      kernels.addDeviceLayouts(*plan.extreme.attrs().body);
+      kernels.addDeviceLayouts(*plan.first.attrs().body);
+      break;
+    }
+    case Kind::Matmul:
+      kernels.matmuls.insert(dtype);
+      break;
+    case Kind::Creation:
+      kernels.creations.emplace(node.op().kind(), dtype);
+      break;
+    case Kind::Index:
+      for (auto kernel : runtime::indexKernels(node))
+        kernels.indexing.insert(kernel);
+      for (const ir::Value *input : node.inputs())
+        kernels.addDeviceLayouts(runtime::toI64Program(input->type().dtype));
+      break;
+    case Kind::Window:
+      for (auto kernel : runtime::windowKernels(node))
+        kernels.windows.insert(kernel);
+      break;
+    default:
+      break;
+    }
+  };
+  forEachNode(program.graph, visit);
+  forEachNode(program.init, visit);
+  for (ir::DType dtype : ir::kAllDTypes) {
+    kernels.addDeviceLayouts(runtime::copyProgram(dtype));
+    kernels.addDeviceLayouts(runtime::fillProgram(dtype, 0));
+  }
+}
+
+/// The PTX of each device kernel of `kernels`, by its entry's name.
+std::vector<std::pair<std::string, std::string>> devicePtx(const KernelSet &kernels,
+                                                           const std::string &arch) {
+  std::map<std::string, std::string> modules;
+  auto add = [&](const std::string &name, const std::function<std::string()> &emit) {
+    if (!modules.count(name)) modules[name] = emit();
+  };
+  for (const codegen::KernelSpec &spec : kernels.device)
+    add(codegen::kernelName(spec), [&] { return codegen::emitPtx(spec, arch); });
+  for (ir::DType dtype : kernels.matmuls)
+    add(codegen::matmulKernelName(dtype), [&] { return codegen::emitMatmulPtx(dtype, arch); });
+  for (auto [kind, dtype] : kernels.creations)
+    if (codegen::hasCreationKernel(kind, dtype))
+      add(codegen::creationKernelName(kind, dtype),
+          [&] { return codegen::emitCreationPtx(kind, dtype, arch); });
+  for (auto [kind, dtype] : kernels.indexing)
+    add(codegen::indexKernelName(kind, dtype), [&] { return codegen::emitIndexPtx(kind, dtype, arch); });
+  for (auto [kind, dtype] : kernels.windows)
+    add(codegen::windowKernelName(kind, dtype), [&] { return codegen::emitWindowPtx(kind, dtype, arch); });
+  return {modules.begin(), modules.end()};
+}
 
 /// Every host fused node's general kernels, in `graph` and the bodies of its loops: Strided for any inner
 /// strides (which reads any operands) and, unless the body gathers, Contiguous.
-void addGeneralKernels(const ir::Graph &graph, std::vector<codegen::KernelSpec> &specs) {
-  for (const ir::Node *node : graph.toposort()) {
-    const ir::Op &op = node->op();
-    if (op.kind() == ir::OpKind::Scan) {
-      addGeneralKernels(op.attrs().loop->body.graph, specs);
-      addGeneralKernels(op.attrs().loop->body.init, specs);
-    }
-    if (op.kind() != ir::OpKind::Fused || op.place() != ir::Place::Host) continue;
+void addGeneralKernels(const ir::Program &program, KernelSet &kernels) {
+  auto visit = [&](const ir::Node &node) {
+    const ir::Op &op = node.op();
+    if (op.kind() != ir::OpKind::Fused || op.place() != ir::Place::Host) return;
     const ir::ScalarGraph &body = *op.attrs().body;
-    specs.push_back({&body, codegen::Layout::Strided});
+    kernels.addHost({&body, codegen::Layout::Strided});
     bool gathers = std::any_of(body.body.begin(), body.body.end(),
                                [](const ir::ScalarInstr &instr) { return instr.kind == ir::OpKind::Gather; });
-    if (!gathers) specs.push_back({&body, codegen::Layout::Contiguous});
-  }
+    if (!gathers) kernels.addHost({&body, codegen::Layout::Contiguous});
+  };
+  forEachNode(program.graph, visit);
+  forEachNode(program.init, visit);
 }
 
 /// Runs the program once on zeros, symbolic dimensions 2 (a size that keeps every axis's layout as a larger
 /// one would), recording the host kernels it asks for. A run that fails (a script that divides by an integer
 /// input) records what it got to: the general kernels cover the rest.
-std::vector<codegen::KernelSpec> recordRun(Program &program) {
-  RecordingSupply recorder;
+void recordRun(Program &program, KernelSet &kernels) {
+  RecordingSupply recorder(kernels);
   codegen::ScopedKernelSupply scope(recorder);
   Program::Values inputs;
   for (const Port &input : program.inputs()) {
@@ -107,7 +236,6 @@ std::vector<codegen::KernelSpec> recordRun(Program &program) {
     program.step(inputs); // a second step reads the params as updated, as every later step does
   } catch (const Error &) {
   }
-  return recorder.hostSpecs;
 }
 
 /// The AOT runtime's archive: $TGC_AOT_RUNTIME, else lib/ beside the tgc executable (a build tree), else
@@ -314,8 +442,10 @@ std::vector<std::string> writeLibrary(const Source &source, const Options &optio
                                       const LibraryOptions &library) {
   if (options.device || options.placeForDevice)
     fail(Error::Kind::Usage,
-         "--emit=lib makes libraries for the CPU; device code in a library is not built yet "
-         "(compile with --device=cpu)");
+         "writeLibrary places the program itself: give LibraryOptions::device, not a device");
+  if (library.device != "cpu" && library.device != "cuda" && library.device != "auto")
+    fail(Error::Kind::Usage,
+         "a library runs on cpu or cuda (or auto: cuda where a GPU answers), not '" + library.device + "'");
   if (library.output.empty() || std::filesystem::path(library.output).filename().empty())
     fail(Error::Kind::Usage, "--emit=lib needs -o DIR/NAME: the library's folder and name");
   std::string name = libraryName(library.output);
@@ -325,23 +455,33 @@ std::vector<std::string> writeLibrary(const Source &source, const Options &optio
   std::filesystem::create_directories(folder, error);
   if (error) fail(Error::Kind::Run, "cannot create " + folder.string() + ": " + error.message());
 
-  Program program = Program::compile(source, options);
-  std::vector<codegen::KernelSpec> specs = recordRun(program);
-  const ir::Program &compiled = program.compiled();
-  addGeneralKernels(compiled.graph, specs);
-  addGeneralKernels(compiled.init, specs);
-  std::vector<codegen::KernelSpec> distinct;
+  KernelSet kernels;
   runtime::aot::LibraryImage image;
+  image.device = library.device;
+  image.gpuArch = options.gpuArch;
+  Program program = Program::compile(source, options);
+  recordRun(program, kernels);
+  addGeneralKernels(program.compiled(), kernels);
+  image.hostProgram = ir::writeProgram(program.compiled());
+  if (library.device != "cpu") {
+    // Placed for a device and run on the simulated one, which asks for the kernels CUDA would load.
+    Options placed = options;
+    placed.device = openDevice("sim").device;
+    Program onDevice = Program::compile(source, placed);
+    recordRun(onDevice, kernels);
+    addGeneralKernels(onDevice.compiled(), kernels);
+    addDeviceKernels(onDevice.compiled(), kernels);
+    image.deviceProgram = ir::writeProgram(onDevice.compiled());
+    image.ptx = devicePtx(kernels, options.gpuArch);
+  }
+  std::vector<codegen::KernelSpec> distinct;
   std::set<std::string> seen;
-  for (const codegen::KernelSpec &spec : specs) {
+  for (const codegen::KernelSpec &spec : kernels.host) {
     std::string kernel = codegen::kernelName(spec);
     if (!seen.insert(kernel).second) continue;
     distinct.push_back(spec);
     image.hostKernels.push_back(kernel);
   }
-  image.device = "cpu";
-  image.gpuArch = options.gpuArch;
-  image.hostProgram = ir::writeProgram(compiled);
   std::string object;
   try {
     object = codegen::compileLibraryObject(name + "_library", distinct, image.write(), library.hostCpu);

@@ -6,7 +6,7 @@
 
 namespace tg::runtime {
 
-ArgReduction planArgReduction(const ir::Op &op, ir::DType dtype, size_t axis, int64_t length, bool keepdims) {
+ArgReduction planArgReduction(const ir::Op &op, ir::DType dtype, size_t axis, bool keepdims) {
   using ir::OpKind;
   ir::OpAttrs along;
   along.axes = {static_cast<int64_t>(axis)};
@@ -24,7 +24,7 @@ ArgReduction planArgReduction(const ir::Op &op, ir::DType dtype, size_t axis, in
   first->body = {{OpKind::Eq, ir::DType::Bool, {0, 1}, 0},
                  {OpKind::Ne, ir::DType::Bool, {0, 0}, 0},
                  {OpKind::Or, ir::DType::Bool, {3, 4}, 0},
-                 {OpKind::Full, ir::DType::I64, {}, static_cast<double>(length)},
+                 {OpKind::Full, ir::DType::I64, {}, kNoPosition},
                  {OpKind::Where, ir::DType::I64, {5, 2, 6}, 0}};
   first->reduction = OpKind::Min;
   ir::OpAttrs firstAttrs = along;

@@ -14,13 +14,18 @@ namespace tg::runtime {
 struct ArgReduction {
   /// Fused max (argmax) or min (argmin) of the input along the axis, keeping it: input (x).
   ir::Op extreme;
-  /// Fused min along the axis of where(x == extreme or x != x, index, length), to i64: inputs (x, extreme,
-  /// index), index being each position's index along the axis (broadcast over the other axes).
+  /// Fused min along the axis of where(x == extreme or x != x, index, kNoPosition), to i64: inputs (x,
+  /// extreme, index), index being each position's index along the axis (broadcast over the other axes).
   ir::Op first;
 };
 
-/// The two reductions of `op` (argmax or argmin) over `axis` of a rank-`rank` input of `dtype` whose axis has
-/// `length` > 0 elements, placed like `op`; `keepdims` says whether `first` keeps the axis.
-ArgReduction planArgReduction(const ir::Op &op, ir::DType dtype, size_t axis, int64_t length, bool keepdims);
+/// What `first` takes where a position is not the extreme: larger than any index (a tensor's elements are
+/// fewer than 2**62), and the same for every length, so that the programs depend on the dtype alone and a
+/// library made ahead of time holds their kernels.
+constexpr double kNoPosition = 4611686018427387904.0; // 2**62
+
+/// The two reductions of `op` (argmax or argmin) over `axis` of an input of `dtype` whose axis has at least
+/// one element, placed like `op`; `keepdims` says whether `first` keeps the axis.
+ArgReduction planArgReduction(const ir::Op &op, ir::DType dtype, size_t axis, bool keepdims);
 
 } // namespace tg::runtime

@@ -31,14 +31,6 @@ DeviceAddress addressOf(const Tensor &tensor) {
   return static_cast<DeviceAddress>(reinterpret_cast<uintptr_t>(tensor.rawData()));
 }
 
-/// What a reduction of no element gives (codegen/Kernel.h): its identity (Ops.def), divided by 0 for a mean:
-/// 0 / 0 as x86 computes it (the CPU kernels' bits), the NaN with the sign bit set. Those without an identity
-/// were reported before.
-double emptyReduction(OpKind kind) {
-  if (kind == OpKind::Mean) return -std::numeric_limits<double>::quiet_NaN();
-  return ir::opInfo(kind).identity == ir::Identity::One ? 1 : 0;
-}
-
 } // namespace
 
 // ---- DeviceTrace ----
@@ -178,10 +170,7 @@ void DeviceLayer::toHost(void *target, DeviceAddress source, size_t bytes) {
 /// The device tensor when C-contiguous, else a contiguous copy made by a generated kernel.
 Tensor DeviceLayer::contiguous(const Tensor &tensor) {
   if (tensor.isContiguous()) return tensor;
-  ir::ScalarGraph copy;
-  copy.inputDtypes = {tensor.dtype()};
-  copy.body.push_back({OpKind::Cast, tensor.dtype(), {0}, 0});
-  return elementwise(copy, {tensor});
+  return elementwise(copyProgram(tensor.dtype()), {tensor});
 }
 
 void DeviceLayer::copy(const Tensor &source, const Tensor &target) {
@@ -282,9 +271,7 @@ Tensor DeviceLayer::reduce(const ir::Op &op, const std::vector<Tensor> &inputs, 
   if (count == 0) return bound.output;
   const ir::ScalarGraph &body = *op.attrs().body;
   if (bound.reducedCount == 0) { // nothing to read: one fill kernel, not a block per output
-    ir::ScalarGraph fill;
-    fill.body.push_back({OpKind::Full, dtype, {}, emptyReduction(*body.reduction)});
-    return elementwise(fill, {}, bound.output.shape());
+    return elementwise(fillProgram(dtype, emptyReduction(*body.reduction)), {}, bound.output.shape());
   }
   PackedArgs packed = pack(bound.args, body, true);
   issue(fusedLaunch({&body, bound.layout}, reductionGrid(count, bound.reducedCount, multiprocessors_), count,
@@ -358,10 +345,8 @@ Tensor DeviceLayer::index(const ir::Node &node, const std::vector<Tensor> &input
     toDevice(addressOf(offsets), layout.baseOffsets.data(), layout.baseOffsets.size() * sizeof(int64_t));
   for (size_t i = 0; i < indices.size(); ++i) {
     const IndexLayout::Index &axis = layout.indices[i];
-    ir::ScalarGraph toI64; // the index, i64 over the positions' shape, in C order
-    toI64.inputDtypes = {indices[i].dtype()};
-    toI64.body.push_back({OpKind::Cast, ir::DType::I64, {0}, 0});
-    Tensor values = elementwise(toI64, {indices[i]}, layout.indexShape);
+    // the index, i64 over the positions' shape, in C order
+    Tensor values = elementwise(toI64Program(indices[i].dtype()), {indices[i]}, layout.indexShape);
     Tensor report = allocate(ir::DType::I64, {2});
     const int64_t clear[2] = {0, 0};
     toDevice(addressOf(report), clear, sizeof clear);
@@ -413,9 +398,7 @@ void DeviceLayer::windowKernel(codegen::WindowKernel kind, const Geometry &g, co
 
 /// A tensor of zeros, by a fill kernel.
 Tensor DeviceLayer::zeros(ir::DType dtype, const std::vector<int64_t> &shape) {
-  ir::ScalarGraph zero;
-  zero.body.push_back({OpKind::Full, dtype, {}, 0.0});
-  return elementwise(zero, {}, shape);
+  return elementwise(fillProgram(dtype, 0), {}, shape);
 }
 
 /// conv, conv_transpose, conv_filter_grad as gemms of column matrices: `col` [channels * kH * kW, n * outH *
@@ -543,7 +526,7 @@ Tensor DeviceLayer::argReduce(const ir::Op &op, Tensor x) {
   size_t axis = flatten ? 0 : normalizeAxis(attrs.axes.at(0), x.rank());
   int64_t length = x.shape()[axis];
   ir::checkReductionOfElements(op.kind(), length);
-  ArgReduction plan = planArgReduction(op, x.dtype(), axis, length, attrs.keepdims && !flatten);
+  ArgReduction plan = planArgReduction(op, x.dtype(), axis, attrs.keepdims && !flatten);
   Tensor extreme = reduce(plan.extreme, {x}, x.dtype());
   // Each position's index along the axis, broadcast over the other axes.
   Tensor positions = Tensor::empty(ir::DType::I64, {length});
@@ -571,9 +554,7 @@ Tensor DeviceLayer::matmul(const Tensor &left, const Tensor &right, ir::DType dt
   std::vector<int64_t> shape = batch;
   shape.insert(shape.end(), {n, m});
   if (k == 0) { // sums of nothing
-    ir::ScalarGraph zero;
-    zero.body.push_back({OpKind::Full, dtype, {}, 0.0});
-    return elementwise(zero, {}, plan.resultShape);
+    return elementwise(fillProgram(dtype, 0), {}, plan.resultShape);
   }
   Tensor out = allocate(dtype, shape);
   Tensor result = out.view(plan.resultShape, Tensor::contiguousStrides(plan.resultShape), 0);

@@ -5,6 +5,7 @@
 #include "ir/ScalarGraph.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace tg::runtime {
 
@@ -172,6 +173,31 @@ Grid matmulGrid(int64_t n, int64_t m) {
   };
   auto threads = static_cast<unsigned>(codegen::kMatmulThreads);
   return {tiles(m), tiles(n), threads, threads};
+}
+
+ir::ScalarGraph copyProgram(ir::DType dtype) {
+  ir::ScalarGraph copy;
+  copy.inputDtypes = {dtype};
+  copy.body.push_back({ir::OpKind::Cast, dtype, {0}, 0});
+  return copy;
+}
+
+ir::ScalarGraph fillProgram(ir::DType dtype, double value) {
+  ir::ScalarGraph fill;
+  fill.body.push_back({ir::OpKind::Full, dtype, {}, value});
+  return fill;
+}
+
+ir::ScalarGraph toI64Program(ir::DType dtype) {
+  ir::ScalarGraph toI64;
+  toI64.inputDtypes = {dtype};
+  toI64.body.push_back({ir::OpKind::Cast, ir::DType::I64, {0}, 0});
+  return toI64;
+}
+
+double emptyReduction(ir::OpKind kind) {
+  if (kind == ir::OpKind::Mean) return -std::numeric_limits<double>::quiet_NaN();
+  return ir::opInfo(kind).identity == ir::Identity::One ? 1 : 0;
 }
 
 } // namespace tg::runtime

@@ -69,6 +69,20 @@ std::vector<std::pair<codegen::IndexKernel, ir::DType>> indexKernels(const ir::N
 /// The window kernels a Window step launches (codegen/Kernel.h).
 std::vector<std::pair<codegen::WindowKernel, ir::DType>> windowKernels(const ir::Node &node);
 
+// The programs of the kernels the device layer makes for itself (DeviceLayer.cpp), besides those of the
+// graph's nodes; a library made ahead of time holds them all (api/Library.cpp).
+
+/// A copy into C order: element i of the output is element i of a non-contiguous input.
+ir::ScalarGraph copyProgram(ir::DType dtype);
+/// A fill of `value` (zeros; a reduction of no element, emptyReduction).
+ir::ScalarGraph fillProgram(ir::DType dtype, double value);
+/// An index array of `dtype` made i64 (the index kernels read i64 offsets).
+ir::ScalarGraph toI64Program(ir::DType dtype);
+/// What a reduction of no element gives (codegen/Kernel.h): its identity (Ops.def), divided by 0 for a mean:
+/// 0 / 0 as x86 computes it (the CPU kernels' bits), the NaN with the sign bit set. Those without an identity
+/// are reported before.
+double emptyReduction(ir::OpKind kind);
+
 /// Whether a kernel of `body` can fail: an integer pow, whose negative exponents are errors.
 bool kernelCanFail(const ir::ScalarGraph &body);
 

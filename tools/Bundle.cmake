@@ -16,6 +16,9 @@
 set(TGC_BUNDLE_LIBRARIES tg_tools tg_api tg_frontend tg_stdlib tg_grammar tg_autodiff tg_io tg_opt tg_runtime tg_codegen
     tg_ir)
 set(TGC_BUNDLE_BINARIES tgc gpu tgc_unit_tests)
+if(TGC_PYTHON) # tools/wheel.sh: the Python module, beside its libraries in the wheel (tgc/_tgc*.so, tgc/lib/)
+  list(APPEND TGC_BUNDLE_BINARIES tgc_python)
+endif()
 
 # The static LLVM components, in place of the shared libLLVM, wherever tgc's libraries link LLVM.
 llvm_map_components_to_libnames(TGC_LLVM_LIBRARIES ${TGC_LLVM_COMPONENTS})
@@ -67,6 +70,9 @@ foreach(binary ${TGC_BUNDLE_BINARIES})
   target_link_options(${binary} PRIVATE -Wl,--disable-new-dtags)
   set_target_properties(${binary} PROPERTIES BUILD_RPATH ${CMAKE_BINARY_DIR}/lib INSTALL_RPATH "\$ORIGIN/../lib")
 endforeach()
+if(TGC_PYTHON)
+  set_target_properties(tgc_python PROPERTIES INSTALL_RPATH "\$ORIGIN/lib")
+endif()
 
 # The fake CUDA driver and cuBLAS beside libtgc.so; the unit tests open them by file name.
 set_target_properties(tgc_fake_cuda tgc_fake_cublas PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib
@@ -83,3 +89,10 @@ install(TARGETS tgc RUNTIME DESTINATION bin)
 install(TARGETS gpu RUNTIME DESTINATION bench)
 install(TARGETS tgc_unit_tests RUNTIME DESTINATION tests)
 install(TARGETS tgc_library tgc_fake_cuda tgc_fake_cublas LIBRARY DESTINATION lib)
+install(FILES ${CMAKE_BINARY_DIR}/lib/libtgc_aot_runtime.a DESTINATION lib) # for tgc compile --emit=lib
+# What tools/wheel.sh takes (cmake --install BUILD --component wheel): the command, the library, the module.
+if(TGC_PYTHON)
+  install(TARGETS tgc RUNTIME DESTINATION bin COMPONENT wheel EXCLUDE_FROM_ALL)
+  install(TARGETS tgc_library LIBRARY DESTINATION lib COMPONENT wheel EXCLUDE_FROM_ALL)
+  install(TARGETS tgc_python LIBRARY DESTINATION python/tgc COMPONENT wheel EXCLUDE_FROM_ALL)
+endif()

@@ -1,4 +1,4 @@
-# Sourced by tools/setup.sh, tools/fuzz.sh and tools/bundle.sh: the Debian packages tgc builds and tests with
+# Sourced by tools/setup.sh, tools/fuzz.sh, tools/bundle.sh and tools/wheel.sh: the Debian packages tgc builds and tests with
 # (python3-torch: the reference the convolution tests compare with; dataset-fashion-mnist: the CNN example's
 # data), and how to install those that are missing (as root, or with sudo).
 
@@ -7,6 +7,8 @@ TGC_PACKAGES=(cmake ninja-build g++ llvm-19-dev llvm-19-tools antlr4 default-jre
   libgtest-dev libgmock-dev libedit-dev tmux python3-torch dataset-fashion-mnist)
 # tools/bundle.sh also links LLVM statically, whose support library needs zstd's development files.
 TGC_BUNDLE_PACKAGES=(libzstd-dev)
+# tools/wheel.sh packs the wheel with `python3 -m wheel pack`; tools/wheel_test.sh installs it into a venv.
+TGC_WHEEL_PACKAGES=(python3-wheel python3-venv python3-pip)
 
 # install_missing PACKAGE...: installs the packages not installed yet, quietly; nothing when all are.
 install_missing() {

@@ -50,7 +50,7 @@ constexpr const char *kUsage = R"(usage: tgc <command> [options]
 
 commands:
   run FILE.tg       compile the script and run it
-  compile FILE.tg   compile the script and print a stage of it
+  compile FILE.tg   compile the script and print a stage of it, or (--emit=lib) write it as a library
   repl              an interactive session (also: tgc with no arguments on a terminal); :help inside;
                     --in NAME=FILE.npy binds an input of a script loaded there
   help [TOPIC]      this help; with a builtin or a standard library function (conv2d, nn.softmax), its
@@ -89,7 +89,8 @@ compile options:
                                every kernel when nothing runs on a device): no GPU is needed; lib writes a
                                library that C and C++ programs link (-o DIR/NAME: NAME.h, libNAME.a,
                                NAME.cmake; docs/aot.md), its kernels compiled for --host-cpu (any x86-64
-                               CPU LLVM knows: the library need not run here)
+                               CPU LLVM knows: the library need not run here); with --device=cuda or auto,
+                               also its device kernels as PTX for --gpu-arch
   --shared                     with --emit=lib, also libNAME.so
   --gpu-arch=sm_XX             the GPU the PTX is for (default sm_90: H100/H200; sm_80: A100)
   -o FILE                      write it to FILE instead of standard output
@@ -131,7 +132,8 @@ struct Options {
   std::string gpuArch = "sm_90";
   std::string outputFile;
   std::string device = "auto";
-  std::string hostCpu; // empty: $TGC_HOST_CPU, else native
+  bool deviceGiven = false; // --device was given (a library is for the CPU unless it asks)
+  std::string hostCpu;      // empty: $TGC_HOST_CPU, else native
   std::vector<std::pair<std::string, std::string>> inputs, outputs;
   long steps = 1;
   long printEvery = 0;
@@ -242,6 +244,7 @@ Options parseOptions(int argc, char **argv) {
       options.shuffle = static_cast<uint64_t>(parseCount(arg, value()));
     } else if (arg == "--device" && (forRun || forCompile || forRepl)) {
       options.device = value();
+      options.deviceGiven = true;
       if (options.device != "auto" && options.device != "cpu" && options.device != "sim" &&
           options.device != "cuda")
         throw UsageError{"unknown device '" + options.device + "'; expected auto, cpu, sim or cuda"};
@@ -334,9 +337,9 @@ Options parseOptions(int argc, char **argv) {
   if (options.shared && options.emit != "lib") throw UsageError{"--shared goes with --emit=lib"};
   if (options.emit == "lib" && options.outputFile.empty())
     throw UsageError{"--emit=lib needs -o DIR/NAME: where to write NAME.h, libNAME.a and NAME.cmake"};
-  if (options.emit == "lib" && options.optimizer.device)
-    throw UsageError{"--emit=lib makes libraries for the CPU: device code in a library is not built yet "
-                     "(leave out --device, or give --device=cpu)"};
+  if (options.emit == "lib" && options.device == "sim")
+    throw UsageError{"--emit=lib makes libraries for cpu, cuda or auto (cuda where a GPU answers): the "
+                     "simulated device is tgc's own test device"};
   // A library's kernels are compiled for --host-cpu, which need not be this machine's; the JIT (which runs
   // the library's program once to see its kernels) keeps this machine's.
   if (options.emit != "lib") chooseHostCpu(options.hostCpu);
@@ -357,12 +360,15 @@ int compile(const Options &options) {
   api::Source source = api::Source::file(options.file);
   std::string text;
   if (options.emit == "lib") {
-    api::LibraryOptions library{options.outputFile, options.shared, options.hostCpu};
+    api::LibraryOptions library{options.outputFile, options.shared, options.hostCpu,
+                                options.deviceGiven ? options.device : "cpu"};
     if (library.hostCpu.empty()) {
       const char *fromEnvironment = std::getenv("TGC_HOST_CPU");
       library.hostCpu = fromEnvironment && *fromEnvironment ? fromEnvironment : "native";
     }
-    for (const std::string &path : api::writeLibrary(source, libraryOptions(options), library))
+    api::Options compileOptions = libraryOptions(options);
+    compileOptions.optimizer.device = false; // writeLibrary places the program for each device itself
+    for (const std::string &path : api::writeLibrary(source, compileOptions, library))
       std::cerr << "tgc: wrote " << path << "\n";
     return 0;
   }

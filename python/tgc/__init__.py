@@ -14,7 +14,7 @@ import collections.abc
 import os
 import sys
 import warnings
-from typing import NamedTuple, Tuple, Union
+from typing import Any, Dict, Iterator, NamedTuple, Optional, Tuple, Union
 
 from . import _built_for
 
@@ -22,10 +22,11 @@ from . import _built_for
 def _wrong_interpreter(why):
     """An ImportError that says which interpreter the module was built for, when another one imports it."""
     here = "%s (Python %d.%d)" % (sys.executable, sys.version_info[0], sys.version_info[1])
+    launcher = (", or with %s (that interpreter, with the module on its path)" % _built_for.LAUNCHER
+                if _built_for.LAUNCHER else "")
     return ImportError("tgc's module was built for %s (Python %s, with NumPy), but this is %s, where %s; run "
-                       "it with %s, or with %s (that interpreter, with the module on its path)"
-                       % (_built_for.EXECUTABLE, _built_for.VERSION, here, why, _built_for.EXECUTABLE,
-                          _built_for.LAUNCHER))
+                       "it with %s%s" % (_built_for.EXECUTABLE, _built_for.VERSION, here, why,
+                                         _built_for.EXECUTABLE, launcher))
 
 
 try:
@@ -78,7 +79,7 @@ def _specs(described):
     return {name: Spec(name, dtype, shape) for name, dtype, shape in described}
 
 
-class Params(collections.abc.Mapping):
+class Params(collections.abc.Mapping):  # Mapping[str, numpy.ndarray]
     """A program's params by name. Reading gives the current value (a read-only array: assign to change it);
     assigning checks the dtype and shape against the param's and copies the value."""
 
@@ -86,28 +87,30 @@ class Params(collections.abc.Mapping):
         self._native = native
         self.specs = _specs(native.params)
 
-    def __getitem__(self, name):
+    specs: Dict[str, Spec]
+
+    def __getitem__(self, name: str) -> numpy.ndarray:
         return self._native.param(name)  # an unknown name is a tgc.InputError naming the params
 
-    def __contains__(self, name):
+    def __contains__(self, name: object) -> bool:
         return name in self.specs
 
-    def get(self, name, default=None):
+    def get(self, name: str, default: Any = None) -> Any:
         return self[name] if name in self.specs else default
 
-    def __setitem__(self, name, value):
+    def __setitem__(self, name: str, value: Any) -> None:
         self._native.set_param(name, value)
 
-    def update(self, values=(), **more):
+    def update(self, values: Any = (), **more: Any) -> None:
         """Assigns several params: a mapping or (name, value) pairs, and keywords."""
         pairs = values.items() if isinstance(values, collections.abc.Mapping) else values
         for name, value in list(pairs) + list(more.items()):
             self[name] = value
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self.specs)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.specs)
 
     def __repr__(self):
@@ -121,32 +124,36 @@ class Program:
     param's name to its current value (and describes them in program.params.specs).
     """
 
-    def __init__(self, native):
+    inputs: Dict[str, Spec]
+    outputs: Dict[str, Spec]
+    params: "Params"
+
+    def __init__(self, native: "_tgc.Program"):
         self._native = native
         self.inputs = _specs(native.inputs)
         self.outputs = _specs(native.outputs)
         self.params = Params(native)
 
-    def __call__(self, **inputs):
+    def __call__(self, **inputs: Any) -> Dict[str, numpy.ndarray]:
         """Runs the script on the inputs (NumPy arrays, or values NumPy converts) without applying the updates;
         returns {output name: array}."""
         return self._native.run(inputs, False)
 
-    def step(self, **inputs):
+    def step(self, **inputs: Any) -> Dict[str, numpy.ndarray]:
         """As calling the program, then applies the updates, all at once."""
         return self._native.run(inputs, True)
 
-    def emit(self, stage):
+    def emit(self, stage: str) -> str:
         """A stage of the compiled script as `tgc compile --emit=STAGE` prints it: "ast", "ir" (the graph as
         built), "opt", "json", "dot", "llvm" or "ptx"."""
         return self._native.emit(stage)
 
-    def explain(self):
+    def explain(self) -> str:
         """Each node in order, where it runs and why (`tgc compile --explain-placement`)."""
         return self._native.explain()
 
     @property
-    def device(self):
+    def device(self) -> str:
         """The device it runs on, as tgc describes it ("cpu", "sim", "cuda: NVIDIA H100 ...")."""
         return self._native.device
 
@@ -155,7 +162,9 @@ class Program:
             self._native.source, self.device, list(self.inputs), list(self.outputs), list(self.params))
 
 
-def compile(path_or_source=None, device="auto", *, source=None, path=None, **options):
+def compile(path_or_source: Union[str, "os.PathLike[str]", None] = None, device: str = "auto", *,
+            source: Optional[str] = None, path: Union[str, "os.PathLike[str]", None] = None,
+            **options: Any) -> Program:
     """Compiles a script into a Program.
 
     The script is `source=` (its text), `path=` (a file), or the first argument: an os.PathLike or a str

@@ -212,8 +212,8 @@ tgc_status tgc_model_open(const tgc_library *library, const char *device, tgc_mo
       }
     } else if (choice == "cuda") {
       status = TGC_ERROR_DEVICE;
-      throw ir::UserError("device cuda: the library has no device code (tgc compile --emit=lib makes CPU "
-                          "libraries)");
+      throw ir::UserError("device cuda: the library has no device code: make it with tgc compile --emit=lib "
+                          "--device=cuda (or auto)");
     }
     opened->program = ir::readProgram(opened->device ? image.deviceProgram : image.hostProgram);
     opened->describePorts();

@@ -7,7 +7,8 @@ kernels, so they agree to the last digit in practice). The program must not link
 program using the typed API of logreg.h (compiled as C, so the header is C) trains the params as tgc run
 does (--out w=...), and the library's errors carry the script's locations.
 
-  /usr/bin/python3 tests/e2e/aot_library.py --tgc build/tgc
+  /usr/bin/python3 tests/e2e/aot_library.py --tgc build/tgc [--fake-cuda build/tests/libtgc_fake_cuda.so
+      --fake-cublas build/tests/libtgc_fake_cublas.so]
 """
 import argparse
 import os
@@ -101,6 +102,45 @@ def check_typed_c(tgc, work):
           "say where")
 
 
+def check_device(tgc, work, fake_cuda, fake_cublas):
+    """Libraries with device code (--device=auto), one per training example: where no GPU answers they run on the
+    CPU and print what tgc run prints; asked for cuda, they say why not; on the fake CUDA driver
+    (tests/fake_cuda) they launch what `tgc run --device=cuda` launches, primitive for primitive
+    (TGC_DEVICE_TRACE), every kernel found in the library."""
+    missing = dict(os.environ, TGC_CUDA_DRIVER="/nonexistent/libcuda.so.1")
+    for example, inputs, steps, every in RUNS:
+        script = os.path.join(ROOT, "examples", example)
+        model = os.path.join(work, "device", example.split(".")[0])
+        run([tgc, "compile", script, "--emit=lib", "--device=auto", "-o", model])
+        program = build(model, work)
+        args = []
+        for assignment in inputs:
+            name, file = assignment.split("=")
+            args += ["--in", "%s=%s" % (name, os.path.join(DATA, file))]
+        expected = run([tgc, "run", script, "--device=cpu", "--steps", "2"] + args)
+        actual = run([program, "--steps", "2"] + args, env=missing)
+        assert same_numbers(expected, actual), "%s: auto without a GPU printed\n%s\ntgc run printed\n%s" % (
+            example, actual, expected)
+        result = subprocess.run([program, "--device", "cuda"] + args, capture_output=True, text=True, env=missing)
+        assert result.returncode == 1 and "device cuda: " in result.stderr, result
+        if not fake_cuda:
+            continue
+        traces = []
+        for command in ([tgc, "run", script, "--device=cuda"], [program, "--device", "cuda"]):
+            trace = os.path.join(work, "trace%d.txt" % len(traces))
+            env = dict(os.environ, TGC_CUDA_DRIVER=fake_cuda, TGC_DEVICE_TRACE=trace)
+            if fake_cublas:
+                env["TGC_CUBLAS"] = fake_cublas
+            run(command + args + ["--steps", "2"], env=env)
+            traces.append(open(trace).read().splitlines())
+        assert len(traces[0]) > 10 and traces[0] == traces[1], "%s: the library's device trace differs from tgc " \
+            "run's:\n%s" % (example, "\n".join(line for line in traces[1] if line not in traces[0])[:2000])
+        print("ok: %s with device code: on the CPU where no GPU answers; on the fake CUDA driver it launches what "
+              "tgc run --device=cuda launches (%d trace lines)" % (example, len(traces[0])))
+    if not fake_cuda:
+        print("ok: libraries with device code run on the CPU where no GPU answers (no fake driver given)")
+
+
 def check_usage_errors(tgc, work):
     script = os.path.join(ROOT, "examples", "logreg.tg")
     for args, message in [
@@ -122,6 +162,8 @@ def check_usage_errors(tgc, work):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tgc", required=True)
+    parser.add_argument("--fake-cuda", help="the fake CUDA driver (tests/fake_cuda) for the device library's trace")
+    parser.add_argument("--fake-cublas", help="the fake cuBLAS, with --fake-cuda")
     args = parser.parse_args()
     tgc = os.path.abspath(args.tgc)
     for tool in ("cmake", "ldd"):
@@ -131,6 +173,8 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         check_examples(tgc, work)
         check_typed_c(tgc, work)
+        check_device(tgc, work, args.fake_cuda and os.path.abspath(args.fake_cuda),
+                     args.fake_cublas and os.path.abspath(args.fake_cublas))
         check_usage_errors(tgc, work)
     return 0
 

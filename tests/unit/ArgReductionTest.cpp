@@ -29,8 +29,7 @@ Tensor values(DType dtype, std::vector<int64_t> shape, uint32_t seed, bool withN
 
 Tensor planned(const Op &op, const Tensor &x, size_t axis) {
   int64_t length = x.shape()[axis];
-  tg::runtime::ArgReduction plan =
-      tg::runtime::planArgReduction(op, x.dtype(), axis, length, op.attrs().keepdims);
+  tg::runtime::ArgReduction plan = tg::runtime::planArgReduction(op, x.dtype(), axis, op.attrs().keepdims);
   Tensor extreme = tg::runtime::runOp(plan.extreme, {x}, {TensorType{x.dtype(), {}, Place::Host}})[0];
   Tensor positions = Tensor::empty(DType::I64, {length});
   for (int64_t i = 0; i < length; ++i)

@@ -88,11 +88,3 @@ AotKernelSupply &aotKernelSupply() {
 }
 
 } // namespace tg::runtime::aot
-
-namespace tg::codegen {
-
-KernelSupply &defaultKernelSupply() {
-  return runtime::aot::aotKernelSupply();
-}
-
-} // namespace tg::codegen

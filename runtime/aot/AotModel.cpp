@@ -10,6 +10,7 @@
 #include "runtime/aot/tgc_aot.h"
 #include "runtime/cuda/CudaDevice.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -90,20 +91,28 @@ ir::DType irDtype(tgc_dtype dtype) {
   case TGC_BOOL:
     return ir::DType::Bool;
   }
-  throw ir::UserError("unknown dtype " + std::to_string(static_cast<int>(dtype)));
+  throw runtime::InputError("unknown dtype " + std::to_string(static_cast<int>(dtype)) +
+                            " (expected a tgc_dtype: TGC_F32 ... TGC_BOOL)");
 }
 
-std::vector<int64_t> shapeOf(const tgc_array &array) {
+std::vector<int64_t> shapeOf(const tgc_array &array, const std::string &what) {
   if (array.rank < 0 || (array.rank > 0 && !array.shape))
-    throw ir::UserError("an array of rank " + std::to_string(array.rank) + " without its shape");
+    throw runtime::InputError(what + ": rank " + std::to_string(array.rank) +
+                              (array.rank < 0 ? " is negative" : " but no shape (NULL)"));
   return std::vector<int64_t>(array.shape, array.shape + array.rank);
+}
+
+/// Whether `array` holds no element (then its data may be NULL).
+bool holdsNothing(const std::vector<int64_t> &shape) {
+  return std::any_of(shape.begin(), shape.end(), [](int64_t size) { return size == 0; });
 }
 
 /// A host tensor over the caller's memory (which it does not own), checked for what can be checked.
 runtime::Tensor tensorOver(const tgc_array &array, const std::string &what) {
-  std::vector<int64_t> shape = shapeOf(array);
+  std::vector<int64_t> shape = shapeOf(array, what);
   for (int64_t size : shape)
     if (size < 0) throw runtime::InputError(what + ": a negative size in its shape");
+  if (!array.data && !holdsNothing(shape)) throw runtime::InputError(what + ": no data (NULL)");
   std::shared_ptr<std::byte> buffer(static_cast<std::byte *>(array.data), [](std::byte *) {});
   auto strides = runtime::Tensor::contiguousStrides(shape);
   return runtime::Tensor::onHost(std::move(buffer), irDtype(array.dtype), std::move(shape),
@@ -166,9 +175,13 @@ struct tgc_model {
     if (!outputs && !program->outputs.empty())
       throw ir::UserError("nowhere to put the outputs (outputs is NULL)");
     std::map<std::string, runtime::Tensor> named;
-    for (size_t i = 0; i < program->inputs.size(); ++i)
-      if (inputs[i].data || inputs[i].rank > 0)
-        named[program->inputs[i].name] = tensorOver(inputs[i], "input '" + program->inputs[i].name + "'");
+    // An input without data is left out: the session says it is missing, unless only the updates read it and
+    // this is a run (a learning rate).
+    for (size_t i = 0; i < program->inputs.size(); ++i) {
+      const std::string what = "input '" + program->inputs[i].name + "'";
+      if (inputs[i].data || holdsNothing(shapeOf(inputs[i], what)))
+        named[program->inputs[i].name] = tensorOver(inputs[i], what);
+    }
     held = session->step(named, applyUpdates);
     for (size_t i = 0; i < held.size(); ++i) {
       held[i] = held[i].contiguous();

@@ -11,6 +11,7 @@ does (--out w=...), and the library's errors carry the script's locations.
       --fake-cublas build/tests/libtgc_fake_cublas.so]
 """
 import argparse
+import ctypes
 import os
 import re
 import shutil
@@ -141,6 +142,43 @@ def check_device(tgc, work, fake_cuda, fake_cublas):
         print("ok: libraries with device code run on the CPU where no GPU answers (no fake driver given)")
 
 
+class TgcArray(ctypes.Structure):  # tgc_array (runtime/aot/tgc_aot.h)
+    _fields_ = [("dtype", ctypes.c_int), ("rank", ctypes.c_int32), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("data", ctypes.c_void_p)]
+
+
+def check_shared(tgc, work):
+    """--shared: libNAME.so, opened with ctypes, trains as tgc run does; inputs without data, or with a negative
+    rank, are the caller's errors (TGC_ERROR_INPUT), said in words."""
+    model = os.path.join(work, "shared", "logreg")
+    run([tgc, "compile", os.path.join(ROOT, "examples", "logreg.tg"), "--emit=lib", "--shared", "-o", model])
+    shared = os.path.join(work, "shared", "liblogreg.so")
+    check_links_no_compiler(shared)
+    library = ctypes.CDLL(shared)
+    library.tgc_last_error.restype = ctypes.c_char_p
+    table = ctypes.c_void_p.in_dll(library, "logreg_library")
+    handle = ctypes.c_void_p()
+    assert library.tgc_model_open(ctypes.byref(table), None, ctypes.byref(handle)) == 0, library.tgc_last_error()
+    X, y = np.load(os.path.join(DATA, "logreg_X.npy")), np.load(os.path.join(DATA, "logreg_y.npy"))
+    shapes = [(ctypes.c_int64 * 2)(*X.shape), (ctypes.c_int64 * 1)(*y.shape)]
+    inputs = (TgcArray * 2)(TgcArray(0, 2, shapes[0], X.ctypes.data), TgcArray(0, 1, shapes[1], y.ctypes.data))
+    outputs = (TgcArray * 1)()
+    for _ in range(50):
+        assert library.tgc_model_step(handle, inputs, outputs) == 0, library.tgc_last_error()
+    loss = ctypes.cast(outputs[0].data, ctypes.POINTER(ctypes.c_float))[0]
+    expected = run([tgc, "run", os.path.join(ROOT, "examples", "logreg.tg"), "--device=cpu", "--steps", "50", "--in",
+                    "X=" + os.path.join(DATA, "logreg_X.npy"), "--in", "y=" + os.path.join(DATA, "logreg_y.npy")])
+    assert np.isclose(loss, float(expected.split("=")[1]), rtol=1e-5), (loss, expected)
+    inputs[0].data = None
+    assert library.tgc_model_run(handle, inputs, outputs) == 1
+    assert b"missing input 'X'" in library.tgc_last_error(), library.tgc_last_error()
+    inputs[0].data, inputs[0].rank = X.ctypes.data, -1
+    assert library.tgc_model_run(handle, inputs, outputs) == 1
+    assert b"input 'X': rank -1 is negative" in library.tgc_last_error(), library.tgc_last_error()
+    library.tgc_model_close(handle)
+    print("ok: --shared: liblogreg.so through ctypes trains as tgc run does; bad arrays are input errors")
+
+
 def check_usage_errors(tgc, work):
     script = os.path.join(ROOT, "examples", "logreg.tg")
     for args, message in [
@@ -175,6 +213,7 @@ def main():
         check_typed_c(tgc, work)
         check_device(tgc, work, args.fake_cuda and os.path.abspath(args.fake_cuda),
                      args.fake_cublas and os.path.abspath(args.fake_cublas))
+        check_shared(tgc, work)
         check_usage_errors(tgc, work)
     return 0
 

@@ -26,6 +26,7 @@ build=build-bundle
 limit=$((48 << 20))
 
 source tools/packages.sh
+source tools/ship.sh
 install_missing "${TGC_PACKAGES[@]}" "${TGC_BUNDLE_PACKAGES[@]}"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTGC_BUNDLE=ON >/dev/null
 cmake --build "$build" --parallel "${TGC_JOBS:-$(nproc)}" \
@@ -38,27 +39,9 @@ trap 'rm -rf "$work"' EXIT
 stage=$work/$name
 cmake --install "$build" --prefix "$stage" --strip >/dev/null
 
-# The libraries the binaries load, but those every Linux has (or that must come from the machine: glibc).
-system_library() {
-  case "$1" in
-    linux-vdso.so.* | ld-linux-x86-64.so.* | libc.so.* | libm.so.* | libmvec.so.* | libdl.so.* | librt.so.* | \
-      libpthread.so.* | libutil.so.* | libresolv.so.* | libstdc++.so.* | libgcc_s.so.* | libz.so.* | \
-      libzstd.so.* | liblzma.so.* | libtinfo.so.*) return 0 ;;
-  esac
-  return 1
-}
+# The libraries the binaries load, but those every Linux has (tools/ship.sh).
 binaries=("$stage"/bin/* "$stage"/bench/* "$stage"/tests/tgc_unit_tests "$stage"/lib/*.so*)
-while read -r soname path; do
-  system_library "$soname" && continue
-  [ -e "$stage/lib/$soname" ] && continue
-  if [ "$path" = "not" ]; then
-    echo "tools/bundle.sh: $soname, which the bundle needs, is not installed" >&2
-    exit 1
-  fi
-  cp -L "$path" "$stage/lib/$soname"
-  chmod 644 "$stage/lib/$soname"
-  strip --strip-unneeded "$stage/lib/$soname"
-done < <(ldd "${binaries[@]}" 2>/dev/null | awk '$2 == "=>" { print $1, $3 }' | sort -u)
+ship_libraries tools/bundle.sh "$stage/lib" "${binaries[@]}"
 
 # libdevice, for the PTX of math functions: a machine lent for a GPU check may have no CUDA toolkit.
 libdevice=${TGC_LIBDEVICE:-/usr/local/cuda/nvvm/libdevice/libdevice.10.bc}

@@ -22,6 +22,7 @@ out=${1:-dist}
 build=build-wheel
 
 source tools/packages.sh
+source tools/ship.sh
 install_missing "${TGC_PACKAGES[@]}" "${TGC_BUNDLE_PACKAGES[@]}" "${TGC_WHEEL_PACKAGES[@]}"
 python=/usr/bin/python3
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTGC_BUNDLE=ON -DTGC_PYTHON=ON >/dev/null
@@ -54,27 +55,8 @@ module=$(basename "$build"/python/tgc/_tgc.*.so)
 cp "$work/installed/python/tgc/$module" "$package/$module"
 strip --strip-unneeded "$package/$module"
 
-# The libraries they load, but those every Linux has (or that must come from the machine: glibc).
-system_library() {
-  case "$1" in
-    linux-vdso.so.* | ld-linux-x86-64.so.* | libc.so.* | libm.so.* | libmvec.so.* | libdl.so.* | librt.so.* | \
-      libpthread.so.* | libutil.so.* | libresolv.so.* | libstdc++.so.* | libgcc_s.so.* | libz.so.* | \
-      libzstd.so.* | liblzma.so.* | libtinfo.so.*) return 0 ;;
-  esac
-  return 1
-}
-while read -r soname path; do
-  system_library "$soname" && continue
-  [ -e "$package/lib/$soname" ] && continue
-  if [ "$path" = "not" ]; then
-    echo "tools/wheel.sh: $soname, which the wheel needs, is not installed" >&2
-    exit 1
-  fi
-  cp -L "$path" "$package/lib/$soname"
-  chmod 644 "$package/lib/$soname"
-  strip --strip-unneeded "$package/lib/$soname"
-done < <(ldd "$package/bin/tgc" "$package/$module" "$package/lib/libtgc.so" 2>/dev/null |
-  awk '$2 == "=>" { print $1, $3 }' | sort -u)
+# The libraries they load, but those every Linux has (tools/ship.sh).
+ship_libraries tools/wheel.sh "$package/lib" "$package/bin/tgc" "$package/$module" "$package/lib/libtgc.so"
 
 info=$stage/tgc-$version.dist-info
 mkdir -p "$info"

@@ -21,6 +21,9 @@ import tempfile
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import numcheck  # noqa: E402 (beside this file)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = os.path.join(ROOT, "examples", "data")
 
@@ -32,7 +35,6 @@ RUNS = [
     ("char_rnn.tg", ["seq=gpl64_windows.npy", "prompt=gpl_prompt.npy"], 2, 1),
 ]
 
-NUMBER = re.compile(r"-?(?:\d+\.?\d*(?:e[-+]?\d+)?|nan|inf)")
 
 
 def run(args, **kwargs):
@@ -43,12 +45,8 @@ def run(args, **kwargs):
 
 
 def same_numbers(expected, actual):
-    """Whether two printouts say the same, numbers compared as numbers (relative 1e-5)."""
-    if NUMBER.sub("#", expected) != NUMBER.sub("#", actual):
-        return False
-    a = np.array([float(x) for x in NUMBER.findall(expected)])
-    b = np.array([float(x) for x in NUMBER.findall(actual)])
-    return np.allclose(a, b, rtol=1e-5, atol=1e-7, equal_nan=True)
+    """Whether two printouts say the same, numbers compared as numbers (tests/e2e/numcheck.py)."""
+    return numcheck.text_matches(expected, actual, rtol=1e-5, atol=1e-7)
 
 
 def build(model, work):

@@ -23,9 +23,11 @@ import tempfile
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import numcheck  # noqa: E402 (beside this file)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = os.path.join(ROOT, "examples", "data")
-NUMBER = re.compile(r"-?(?:\d+\.?\d*(?:e[-+]?\d+)?|nan|inf)")
 LIB = "/usr/lib/x86_64-linux-gnu"
 HIDDEN = ["/usr/lib/llvm-19", LIB + "/libLLVM*", LIB + "/libantlr4*", "/usr/include/antlr4-runtime",
           LIB + "/libopenblas*", LIB + "/openblas-pthread", LIB + "/libblas*", LIB + "/liblapack*",
@@ -48,11 +50,8 @@ def run(args):
 
 
 def same_numbers(expected, actual):
-    if NUMBER.sub("#", expected) != NUMBER.sub("#", actual):
-        return False
-    a = np.array([float(x) for x in NUMBER.findall(expected)])
-    b = np.array([float(x) for x in NUMBER.findall(actual)])
-    return np.allclose(a, b, rtol=1e-5, atol=1e-7, equal_nan=True)
+    """Whether two printouts say the same, numbers compared as numbers (tests/e2e/numcheck.py)."""
+    return numcheck.text_matches(expected, actual, rtol=1e-5, atol=1e-7)
 
 
 CHECKS = r"""

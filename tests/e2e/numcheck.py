@@ -50,6 +50,12 @@ def line_matches(expected, actual, rtol, atol):
     return True
 
 
+def text_matches(expected, actual, rtol=1e-5, atol=1e-6):
+    """Whether two printouts say the same, line for line (line_matches), trailing blank lines aside."""
+    want, got = expected.rstrip().splitlines(), actual.rstrip().splitlines()
+    return len(want) == len(got) and all(line_matches(w, g, rtol, atol) for w, g in zip(want, got))
+
+
 def check(checks, output, rtol, atol):
     """Matches (kind, text) checks in order against output lines; returns the problems found."""
     position = 0

@@ -8,7 +8,8 @@
 #                                include, under P/include/tgc/ as in the source tree
 #   P/lib/libtgc.so              tgc's libraries (tg_api and all below it), exporting tg:: only
 #   P/lib/libtgc_aot_runtime.a   the runtime that libraries made by tgc compile --emit=lib link
-#   P/lib/cmake/tgc/             tgcConfig.cmake (the imported target tgc::tgc) and its version file
+#   P/lib/cmake/tgc/             tgcConfig.cmake (the imported target tgc::tgc; tgc_add_library(NAME SCRIPT):
+#                                a script compiled ahead of time at build time, as tgc::NAME) and its version
 #   P/lib/*.so*                  every library those load but the base system's (LLVM, ANTLR's runtime,
 #                                OpenBLAS, oneDNN, libgomp, libedit, ...), found through RPATHs of $ORIGIN and
 #                                $ORIGIN/../lib: the prefix works where the build's packages are not installed
@@ -56,5 +57,6 @@ install(FILES ${CMAKE_SOURCE_DIR}/tools/tgc.h DESTINATION include/tgc)
 
 include(CMakePackageConfigHelpers)
 write_basic_package_version_file(${CMAKE_BINARY_DIR}/tgcConfigVersion.cmake COMPATIBILITY SameMinorVersion)
-install(FILES ${CMAKE_SOURCE_DIR}/tools/tgcConfig.cmake ${CMAKE_BINARY_DIR}/tgcConfigVersion.cmake
+configure_file(${CMAKE_SOURCE_DIR}/tools/tgcConfig.cmake.in ${CMAKE_BINARY_DIR}/tgcConfig.cmake @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/tgcConfig.cmake ${CMAKE_BINARY_DIR}/tgcConfigVersion.cmake
         DESTINATION lib/cmake/tgc)

@@ -5,7 +5,8 @@
 libgfortran, oneDNN with libgomp and libOpenCL, and libedit are hidden (an empty folder or /dev/null over each:
 unshare --mount, as root), with the compiler, CMake and the C library's headers still there:
   1. examples/embed, configured with find_package(tgc) against P and built, compiles and trains
-     examples/logreg.tg and prints what the build's tgc run prints (numbers compared as numbers);
+     examples/logreg.tg and prints what the build's tgc run prints (numbers compared as numbers), and its
+     train_logreg (logreg.tg made a library at build time by tgc_add_library) reaches tgc run's loss;
   2. P/bin/tgc runs examples/mlp.tg as the build's tgc does;
   3. P/bin/tgc compile --emit=lib writes a library (it finds the AOT runtime in P/lib);
   4. every library P's binaries load comes from P/lib or the base system.
@@ -68,11 +69,13 @@ run(["cmake", "--build", build])
 logreg = sys.argv[5:5 + int(sys.argv[5]) + 1][1:]
 mlp = sys.argv[6 + int(sys.argv[5]):]
 open(os.path.join(work, "embed.out"), "w").write(run([os.path.join(build, "embed"), os.path.join(root, "examples", "logreg.tg")] + logreg))
+data = os.path.join(root, "examples", "data")
+open(os.path.join(work, "train_logreg.out"), "w").write(run([os.path.join(build, "train_logreg"), os.path.join(data, "logreg_X.npy"), os.path.join(data, "logreg_y.npy")]))
 tgc = os.path.join(prefix, "bin", "tgc")
 open(os.path.join(work, "tgc.out"), "w").write(run([tgc, "run", os.path.join(root, "examples", "mlp.tg")] + mlp))
 run([tgc, "compile", os.path.join(root, "examples", "logreg.tg"), "--emit=lib", "-o", os.path.join(work, "lib", "logreg")])
 assert os.path.getsize(os.path.join(work, "lib", "liblogreg.a")) > 0
-for binary in [tgc, os.path.join(prefix, "lib", "libtgc.so"), os.path.join(build, "embed")]:
+for binary in [tgc, os.path.join(prefix, "lib", "libtgc.so"), os.path.join(build, "embed"), os.path.join(build, "train_logreg")]:
     for line in run(["ldd", binary]).splitlines():
         parts = line.split()
         if len(parts) < 3 or parts[1] != "=>":
@@ -99,6 +102,8 @@ def main():
         expected_logreg = run([os.path.join(build, "tgc"), "run", os.path.join(ROOT, "examples", "logreg.tg"),
                                "--device=cpu"] + LOGREG)
         expected_mlp = run([os.path.join(build, "tgc"), "run", os.path.join(ROOT, "examples", "mlp.tg")] + MLP)
+        expected_loss = run([os.path.join(build, "tgc"), "run", os.path.join(ROOT, "examples", "logreg.tg"),
+                             "--device=cpu", "--steps", "50"] + LOGREG[:4])
         checks = os.path.join(work, "checks.py")
         with open(checks, "w") as f:
             f.write(CHECKS)
@@ -120,10 +125,14 @@ def main():
         embed_out = open(os.path.join(work, "embed.out")).read()
         tgc_out = open(os.path.join(work, "tgc.out")).read()
         assert same_numbers(expected_logreg, embed_out), "embed printed\n%s\ntgc run printed\n%s" % (embed_out, expected_logreg)
+        trained = open(os.path.join(work, "train_logreg.out")).read()
+        assert numcheck.line_matches(expected_loss.strip().replace(" = ", " "), trained.splitlines()[0], 1e-5, 1e-6), (
+            expected_loss, trained)
         assert same_numbers(expected_mlp, tgc_out), "P/bin/tgc printed\n%s\nbuild/tgc printed\n%s" % (tgc_out, expected_mlp)
         where = "with LLVM, ANTLR, OpenBLAS, oneDNN and libedit hidden" if hidden else "with nothing hidden"
-        print("ok: %s: examples/embed (find_package(tgc)) trains logreg.tg as tgc run does; P/bin/tgc runs mlp.tg "
-              "and compiles a library; every library comes from the prefix or the base system" % where)
+        print("ok: %s: examples/embed (find_package(tgc)) trains logreg.tg as tgc run does, through the library "
+              "and through tgc_add_library's; P/bin/tgc runs mlp.tg and compiles a library; every library comes "
+              "from the prefix or the base system" % where)
     return 0
 
 

@@ -260,31 +260,21 @@ const std::set<std::string> &cKeywords() {
       "int",      "long",     "namespace", "new",     "operator", "private",  "protected", "public",
       "register", "restrict", "return",    "short",   "signed",   "sizeof",   "static",    "struct",
       "switch",   "template", "this",      "throw",   "true",     "try",      "typedef",   "typename",
-      "union",    "unsigned", "using",     "virtual", "void",     "volatile", "while",     "model",
-      "inputs",   "outputs",  "device",    "values",  "value",    "status"};
+      "union",    "unsigned", "using",     "virtual", "void",     "volatile", "while"};
   return words;
 }
 
-/// A script name as a C identifier: a keyword (or a name the generated functions use) gets a '_' after it.
+/// A script name as a C identifier: a C or C++ keyword gets a '_' after it.
 std::string cName(const std::string &name) {
   return cKeywords().count(name) ? name + "_" : name;
 }
 
-/// The tgc_dtype enumerator of `dtype`.
-const char *cDtype(ir::DType dtype) {
-  switch (dtype) {
-  case ir::DType::F32:
-    return "TGC_F32";
-  case ir::DType::F64:
-    return "TGC_F64";
-  case ir::DType::I32:
-    return "TGC_I32";
-  case ir::DType::I64:
-    return "TGC_I64";
-  case ir::DType::Bool:
-    return "TGC_BOOL";
-  }
-  return "";
+/// The tgc_dtype enumerator of `dtype` (tgc_aot.h names them after the script's spellings: TGC_F32,
+/// TGC_BOOL).
+std::string cDtype(ir::DType dtype) {
+  std::string name = ir::dtypeName(dtype);
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::toupper(c); });
+  return "TGC_" + name;
 }
 
 const char *cType(ir::DType dtype) {

@@ -46,13 +46,13 @@ struct KernelSet {
   }
   void addHost(const codegen::KernelSpec &spec) { host.push_back(kept(spec)); }
   void addDevice(const codegen::KernelSpec &spec) { device.push_back(kept(spec)); }
-  /// The device kernels of `program` in both layouts (Contiguous where the program allows it).
-  void addDeviceLayouts(const ir::ScalarGraph &program) {
-    addDevice({&program, codegen::Layout::Strided});
-    bool gathers = std::any_of(program.body.begin(), program.body.end(),
-                               [](const ir::ScalarInstr &instr) { return instr.kind == ir::OpKind::Gather; });
-    if (!gathers) addDevice({&program, codegen::Layout::Contiguous});
+  /// The general kernels of `program` into `specs` (host or device): Strided for any strides, which reads any
+  /// operands, and Contiguous where the program allows it (codegen::kernelLayout: one that gathers never is).
+  void addGeneral(std::vector<codegen::KernelSpec> &specs, const ir::ScalarGraph &program) {
+    specs.push_back(kept({&program, codegen::Layout::Strided}));
+    if (program.gatheredAxes() == 0) specs.push_back(kept({&program, codegen::Layout::Contiguous}));
   }
+  void addDeviceLayouts(const ir::ScalarGraph &program) { addGeneral(device, program); }
 
 private:
   std::vector<std::shared_ptr<ir::ScalarGraph>> programs;
@@ -108,18 +108,6 @@ private:
   KernelSet &kernels_;
 };
 
-/// Calls `visit` on every node of `graph` and of its loops' bodies.
-template <typename Visit>
-void forEachNode(const ir::Graph &graph, Visit &&visit) {
-  for (const ir::Node *node : graph.toposort()) {
-    visit(*node);
-    if (node->op().kind() == ir::OpKind::Scan) {
-      forEachNode(node->op().attrs().loop->body.graph, visit);
-      forEachNode(node->op().attrs().loop->body.init, visit);
-    }
-  }
-}
-
 /// Every device node's kernels (DevicePlan.h) in both layouts, and the device layer's own kernels that a run
 /// of other shapes may ask for: copies into C order, fills, index arrays made i64, the fills of reductions of
 /// no element.
@@ -169,8 +157,9 @@ void addDeviceKernels(const ir::Program &program, KernelSet &kernels) {
       break;
     }
   };
-  forEachNode(program.graph, visit);
-  forEachNode(program.init, visit);
+  for (const ir::Graph *graph : {&program.graph, &program.init})
+    for (const ir::Node *node : ir::nodesWithLoopBodies(*graph))
+      visit(*node);
   for (ir::DType dtype : ir::kAllDTypes) {
     kernels.addDeviceLayouts(runtime::copyProgram(dtype));
     kernels.addDeviceLayouts(runtime::fillProgram(dtype, 0));
@@ -205,14 +194,11 @@ void addGeneralKernels(const ir::Program &program, KernelSet &kernels) {
   auto visit = [&](const ir::Node &node) {
     const ir::Op &op = node.op();
     if (op.kind() != ir::OpKind::Fused || op.place() != ir::Place::Host) return;
-    const ir::ScalarGraph &body = *op.attrs().body;
-    kernels.addHost({&body, codegen::Layout::Strided});
-    bool gathers = std::any_of(body.body.begin(), body.body.end(),
-                               [](const ir::ScalarInstr &instr) { return instr.kind == ir::OpKind::Gather; });
-    if (!gathers) kernels.addHost({&body, codegen::Layout::Contiguous});
+    kernels.addGeneral(kernels.host, *op.attrs().body);
   };
-  forEachNode(program.graph, visit);
-  forEachNode(program.init, visit);
+  for (const ir::Graph *graph : {&program.graph, &program.init})
+    for (const ir::Node *node : ir::nodesWithLoopBodies(*graph))
+      visit(*node);
 }
 
 /// Runs the program once on zeros, symbolic dimensions 2 (a size that keeps every axis's layout as a larger

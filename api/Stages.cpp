@@ -130,20 +130,6 @@ std::string explainPlacement(const ir::Program &program, const opt::PlacementRea
   return out.str();
 }
 
-/// The nodes of `graph` in order, each scan followed by the nodes of its body (nested loops too): the kernels
-/// a run launches.
-std::vector<const ir::Node *> nodesWithLoopBodies(const ir::Graph &graph) {
-  std::vector<const ir::Node *> nodes;
-  for (const ir::Node *node : graph.toposort()) {
-    nodes.push_back(node);
-    if (node->op().kind() == ir::OpKind::Scan) {
-      std::vector<const ir::Node *> body = nodesWithLoopBodies(node->op().attrs().loop->body.graph);
-      nodes.insert(nodes.end(), body.begin(), body.end());
-    }
-  }
-  return nodes;
-}
-
 /// --emit=llvm: the LLVM IR of every host kernel; --emit=ptx: one PTX module holding the kernels the device
 /// plan (runtime/DevicePlan.h) gives the device nodes, or every fused kernel when nothing runs on a device:
 /// generated kernels and reductions (of fused nodes, or of unfused ops), the generated matmul kernel for each
@@ -159,7 +145,7 @@ std::string printKernels(const ir::Program &program, bool ptx, const std::string
   using Kind = runtime::DeviceStep::Kind;
   std::vector<Kernel> kernels;
   bool anyDevice = false;
-  for (const ir::Node *node : nodesWithLoopBodies(program.graph)) {
+  for (const ir::Node *node : ir::nodesWithLoopBodies(program.graph)) {
     bool transfer = node->op().kind() == ir::OpKind::ToDevice || node->op().kind() == ir::OpKind::ToHost;
     if (ptx && node->op().place() == ir::Place::Device && !transfer) {
       runtime::DeviceStep step = runtime::planDeviceStep(*node);

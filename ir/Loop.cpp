@@ -143,4 +143,16 @@ Node *rebuildScan(Graph &graph, const Node &scan, std::shared_ptr<const Loop> lo
   return rebuilt;
 }
 
+std::vector<const Node *> nodesWithLoopBodies(const Graph &graph) {
+  std::vector<const Node *> nodes;
+  for (const Node *node : graph.toposort()) {
+    nodes.push_back(node);
+    if (node->op().kind() == OpKind::Scan) {
+      std::vector<const Node *> body = nodesWithLoopBodies(node->op().attrs().loop->body.graph);
+      nodes.insert(nodes.end(), body.begin(), body.end());
+    }
+  }
+  return nodes;
+}
+
 } // namespace tg::ir

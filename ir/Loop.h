@@ -55,6 +55,10 @@ struct Loop {
 std::vector<Value *> inlineGraph(Graph &into, const Graph &from, std::span<Value *const> inputs,
                                  std::unordered_map<const Value *, Value *> *copies = nullptr);
 
+/// The nodes of `graph` in order, each scan followed by the nodes of its body (nested loops too): the nodes a
+/// run executes, the kernels it launches.
+std::vector<const Node *> nodesWithLoopBodies(const Graph &graph);
+
 /// A loop of `loop`'s carries, sequences, stacked flags, direction and length, with an empty body.
 std::shared_ptr<Loop> loopShell(const Loop &loop);
 

@@ -44,6 +44,13 @@ std::string located(const ir::UserError &error) {
   return error.loc.known() ? error.loc.str() + ": " + error.message : error.message;
 }
 
+/// An error whose status is its own (a device that cannot open, a call out of place), not the one its kind
+/// gives.
+struct StatusError : ir::UserError {
+  StatusError(tgc_status status, std::string message) : UserError(std::move(message)), status(status) {}
+  tgc_status status;
+};
+
 /// Runs `body`, turning what it throws into a status.
 template <typename Body>
 tgc_status guarded(Body &&body) {
@@ -51,6 +58,8 @@ tgc_status guarded(Body &&body) {
     body();
     lastError.clear();
     return TGC_OK;
+  } catch (const StatusError &error) {
+    return fail(error.status, located(error));
   } catch (const runtime::InputError &error) {
     return fail(TGC_ERROR_INPUT, located(error));
   } catch (const ir::UserError &error) {
@@ -201,38 +210,31 @@ tgc_status tgc_model_open(const tgc_library *library, const char *device, tgc_mo
   *model = nullptr;
   auto opened = std::make_unique<tgc_model>();
   std::string asked = device ? device : "";
-  tgc_status status = TGC_OK;
-  tgc_status result = guarded([&] {
+  tgc_status status = guarded([&] {
     std::string_view bytes(reinterpret_cast<const char *>(library->image), library->image_size);
     runtime::aot::LibraryImage image = runtime::aot::LibraryImage::read(bytes);
     if (image.hostKernels.size() != library->kernel_count)
       throw ir::UserError("the library's kernel table does not fit its image");
     runtime::aot::aotKernelSupply().add(image, library->kernels);
     std::string choice = asked.empty() ? image.device : asked;
-    if (choice != "cpu" && choice != "cuda" && choice != "auto") {
-      status = TGC_ERROR_USAGE;
-      throw ir::UserError("unknown device '" + choice + "'; expected cpu, cuda or auto");
-    }
+    if (choice != "cpu" && choice != "cuda" && choice != "auto")
+      throw StatusError(TGC_ERROR_USAGE, "unknown device '" + choice + "'; expected cpu, cuda or auto");
     if (choice != "cpu" && !image.deviceProgram.empty()) {
       try {
         opened->device = runtime::cuda::openCudaDevice();
         opened->deviceName = opened->device->describe();
       } catch (const ir::UserError &error) {
-        if (choice == "cuda") {
-          status = TGC_ERROR_DEVICE;
-          throw ir::UserError("device cuda: " + error.message);
-        }
+        if (choice == "cuda") throw StatusError(TGC_ERROR_DEVICE, "device cuda: " + error.message);
       }
     } else if (choice == "cuda") {
-      status = TGC_ERROR_DEVICE;
-      throw ir::UserError("device cuda: the library has no device code: make it with tgc compile --emit=lib "
-                          "--device=cuda (or auto)");
+      throw StatusError(TGC_ERROR_DEVICE, "device cuda: the library has no device code: make it with tgc "
+                                          "compile --emit=lib --device=cuda (or auto)");
     }
     opened->program = ir::readProgram(opened->device ? image.deviceProgram : image.hostProgram);
     opened->describePorts();
     opened->session = std::make_unique<runtime::Session>(*opened->program, opened->device.get());
   });
-  if (result != TGC_OK) return status != TGC_OK ? fail(status, lastError) : result;
+  if (status != TGC_OK) return status;
   *model = opened.release();
   return TGC_OK;
 }

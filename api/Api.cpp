@@ -7,10 +7,13 @@
 #include "frontend/GraphBuilder.h"
 #include "frontend/ModuleLoader.h"
 #include "ir/Printers.h"
+#include "opt/Shard.h"
+#include "runtime/Collectives.h"
 #include "runtime/ConstantEvaluator.h"
 #include "runtime/Session.h"
 #include "runtime/cuda/CudaDevice.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <new>
 #include <optional>
@@ -117,6 +120,52 @@ void validate(const Options &options) {
     usageError("unknown GPU architecture '" + arch + "'; expected sm_XX (sm_80, sm_90, ...)");
 }
 
+/// The dimension a distributed run splits `program`'s inputs along: `asked`, or the symbolic dimension the
+/// inputs lead with; empty when none leads with one (every rank then runs the whole step, with a warning).
+/// Error(Usage) for an unknown one or when inputs lead with different ones; Error(Compile) at the
+/// declaration of an input that has it on two axes or a size given to it.
+std::string chooseShardDimension(const ir::Program &program, const Options &options) {
+  std::vector<std::string> leading;
+  std::string known;
+  bool found = false;
+  for (const ir::Program::Input &input : program.inputs) {
+    const ir::Shape &shape = input.value->type().shape;
+    known += (known.empty() ? "" : ", ") + input.name + ": " + input.value->type().str();
+    if (!shape.empty() && !shape[0].isStatic() &&
+        std::find(leading.begin(), leading.end(), shape[0].symbol()) == leading.end())
+      leading.push_back(shape[0].symbol());
+    for (const ir::Dim &dim : shape)
+      found = found || (!dim.isStatic() && dim.symbol() == options.shard);
+  }
+  std::string dimension = options.shard;
+  if (!dimension.empty() && !found)
+    usageError("--shard " + dimension + ": no input has a dimension named '" + dimension + "' (" +
+               (known.empty() ? "the script has no input" : known) + ")");
+  if (dimension.empty() && leading.size() > 1)
+    usageError("the inputs lead with different symbolic dimensions (" + leading[0] + ", " + leading[1] +
+               "): name the one a distributed run splits with --shard NAME");
+  if (dimension.empty() && leading.empty()) {
+    if (options.warnings)
+      *options.warnings << "tgc: warning: no input leads with a symbolic dimension, so there is no batch to "
+                           "split: every rank runs the whole step (name a dimension with --shard NAME)\n";
+    return "";
+  }
+  if (dimension.empty()) dimension = leading[0];
+  if (options.sizes.count(dimension))
+    usageError("--shard " + dimension + ": the dimension is given a size (" +
+               std::to_string(options.sizes.at(dimension)) + "), but each rank holds a part of it");
+  for (const ir::Program::Input &input : program.inputs) {
+    const ir::Shape &shape = input.value->type().shape;
+    if (std::count(shape.begin(), shape.end(), ir::Dim::named(dimension)) > 1) {
+      std::string message = "input '" + input.name + "' has the split dimension " + dimension +
+                            " on two axes (" + input.value->type().str() +
+                            "): a distributed run splits one; give it another name or --shard another one";
+      throw Error(Error::Kind::Compile, message, input.loc, "tgc: error: " + message + "\n");
+    }
+  }
+  return dimension;
+}
+
 std::vector<Port> portsOf(const std::vector<ir::Program::Input> &inputs) {
   std::vector<Port> ports;
   for (const ir::Program::Input &input : inputs)
@@ -182,6 +231,8 @@ struct Program::State {
     result.evaluate = runtime::evaluateConstant;
     result.log = log;
     result.placement = reasons;
+    result.shard = shardDimension;
+    result.costModel.ranks = runtime::communicator().size();
     for (const ir::Program::Input &input : program->inputs) {
       auto given = options.inputShapes.find(input.name);
       if (given == options.inputShapes.end()) continue;
@@ -246,6 +297,7 @@ struct Program::State {
   Options options;
   Diagnostics diags{source}; // keeps the sources read, to show the line of an error found later
   std::unique_ptr<ir::Program> program;
+  std::string shardDimension; // what the shard pass splits along (empty: nothing)
   opt::OptimizerProfile profile;
   std::vector<Port> inputs, params, outputs;
   std::unique_ptr<runtime::Session> session_;
@@ -263,12 +315,21 @@ Program Program::compile(const Source &source, const Options &options) {
     state->params.push_back({param.name, param.value->type(), param.loc});
   for (const ir::Program::Output &output : built.outputs)
     state->outputs.push_back({output.name, output.value->type(), {}});
+  // Split on several ranks, or where a dimension is named (one rank runs the split program as it is).
+  bool split = options.distributed && (runtime::communicator().size() > 1 || !options.shard.empty());
+  if (split) state->shardDimension = chooseShardDimension(built, options);
+  State &compiled = *state;
   if (options.optimize) {
-    State &compiled = *state;
     compiled.profile = compiled.guarded(Error::Kind::Compile, [&] {
       return opt::optimize(*compiled.program, compiled.optimizerOptions(nullptr, options.warnings));
     });
+  } else if (!state->shardDimension.empty()) { // unoptimized, but split all the same
+    opt::PassProfile unused;
+    opt::shardAlong(compiled.program->graph, state->shardDimension, unused);
+    compiled.program->graph.removeDeadNodes();
+    compiled.program->syncWithGraph();
   }
+  if (split) opt::broadcastInitialValues(*compiled.program);
   return Program(std::move(state));
 }
 
@@ -282,6 +343,9 @@ const std::vector<Port> &Program::inputs() const {
 }
 const std::vector<Port> &Program::params() const {
   return state_->params;
+}
+const std::string &Program::shardDimension() const {
+  return state_->shardDimension;
 }
 const std::vector<Port> &Program::outputs() const {
   return state_->outputs;

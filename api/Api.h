@@ -92,6 +92,14 @@ struct Options {
                           // the earlier (the REPL: `let x = x + 1`); otherwise an error
   std::map<std::string, int64_t> sizes; // symbolic dimensions given a size: {"n": 128} makes f32[n, 4]
                                         // f32[128, 4], and `n` the integer 128
+  bool distributed =
+      false;         // split each step across the ranks of the run (runtime::communicator(), which
+                     // runtime::openDistributed opens under mpirun): each rank's inputs are its block of
+                     // the batch dimension, and the results are the single process's (docs/distributed.md);
+                     // nothing changes on one rank unless `shard` is named (then the split program runs
+                     // there too, its collectives copies: what `tgc compile --shard` shows)
+  std::string shard; // the batch dimension split: a symbolic dimension of the inputs; empty: the one they
+                     // lead with
 };
 
 /// An input, param or output: its name and declared type (dtype, and a shape whose dimensions may be
@@ -144,6 +152,9 @@ public:
 
   /// The program as optimized and placed: what runs (and what a library made ahead of time holds).
   const ir::Program &compiled() const;
+  /// The symbolic dimension a distributed run splits its inputs along; empty when it is not split (one
+  /// rank, or not distributed).
+  const std::string &shardDimension() const;
 
   /// The transfers between host and device memory so far (the params' first uploads included).
   runtime::TransferStats transfers() const;

@@ -3,6 +3,7 @@
 // dict literal padded with spaces and a newline), then the raw data.
 #include "io/Npy.h"
 
+#include "ir/Assert.h"
 #include "ir/SourceLoc.h"
 
 #include <algorithm>
@@ -214,6 +215,15 @@ public:
   virtual size_t read(uint8_t *into, size_t size) = 0;
   /// How many bytes are left, when that is known without reading them (memory, a regular file).
   virtual std::optional<uint64_t> remaining() const = 0;
+  /// Passes over `size` bytes (fewer only at the end).
+  virtual void skip(uint64_t size) {
+    uint8_t scratch[4096];
+    while (size > 0) {
+      size_t got = read(scratch, static_cast<size_t>(std::min<uint64_t>(size, sizeof scratch)));
+      if (got == 0) return;
+      size -= got;
+    }
+  }
 };
 
 class MemorySource : public ByteSource {
@@ -226,6 +236,9 @@ public:
     return size;
   }
   std::optional<uint64_t> remaining() const override { return bytes_.size(); }
+  void skip(uint64_t size) override {
+    bytes_.remove_prefix(static_cast<size_t>(std::min<uint64_t>(size, bytes_.size())));
+  }
 
 private:
   std::string_view bytes_;
@@ -249,6 +262,13 @@ public:
     if (!size_) return std::nullopt;
     return *size_ > offset_ ? *size_ - offset_ : 0;
   }
+  void skip(uint64_t size) override {
+    if (size_ && fseeko(file_, static_cast<off_t>(size), SEEK_CUR) == 0) {
+      offset_ += size;
+      return;
+    }
+    ByteSource::skip(size);
+  }
 
 private:
   std::FILE *file_;
@@ -257,10 +277,12 @@ private:
   uint64_t offset_ = 0;
 };
 
+using RowRange = std::function<std::pair<int64_t, int64_t>(int64_t)>;
+
 /// Reads an .npy file from `source`: the fixed part first, then the header it announces, then exactly the
-/// data the header declares (bytes after it are not read, as NumPy ignores them). Data of unknown length (a
-/// pipe) is read in chunks, so memory grows only as it arrives.
-TensorData readNpy(ByteSource &source, const std::string &name) {
+/// data the header declares (bytes after it are not read, as NumPy ignores them), or the rows `rows` picks
+/// of it. Data of unknown length (a pipe) is read in chunks, so memory grows only as it arrives.
+TensorData readNpy(ByteSource &source, const std::string &name, const RowRange &rows = nullptr) {
   auto fail = [&](const std::string &problem) -> UserError { return UserError(name + ": " + problem); };
   uint8_t fixed[12];
   size_t got = source.read(fixed, kMagic.size());
@@ -298,6 +320,20 @@ TensorData readNpy(ByteSource &source, const std::string &name) {
   if (std::optional<uint64_t> left = source.remaining(); left && *left < dataSize)
     throw fail("file is truncated: expected " + std::to_string(dataSize) + " bytes of data, found " +
                std::to_string(*left));
+  std::pair<int64_t, int64_t> picked;
+  if (rows) {
+    if (header.shape.empty()) throw fail("a 0-d array has no rows to split");
+    picked = rows(header.shape[0]);
+    TG_ASSERT(0 <= picked.first && picked.first <= picked.second && picked.second <= header.shape[0])
+        << "rows [" << picked.first << ", " << picked.second << ") of " << header.shape[0];
+    if (!header.fortranOrder) { // rows lie one after the other: skip to ours, read only them
+      uint64_t rowBytes = header.shape[0] == 0 ? 0 : dataSize / static_cast<uint64_t>(header.shape[0]);
+      source.skip(rowBytes * static_cast<uint64_t>(picked.first));
+      dataSize = rowBytes * static_cast<uint64_t>(picked.second - picked.first);
+      count = static_cast<int64_t>(dataSize / elementSize);
+      header.shape[0] = picked.second - picked.first;
+    }
+  }
 
   std::vector<uint8_t> data;
   try {
@@ -331,7 +367,24 @@ TensorData readNpy(ByteSource &source, const std::string &name) {
   if (stored.dtype == DType::Bool)
     for (uint8_t &b : result.bytes)
       b = b != 0;
+  if (rows && header.fortranOrder) { // read whole: keep the rows picked
+    size_t rowBytes = header.shape[0] == 0 ? 0 : result.bytes.size() / static_cast<size_t>(header.shape[0]);
+    result.bytes =
+        std::vector<uint8_t>(result.bytes.begin() + static_cast<ptrdiff_t>(rowBytes * picked.first),
+                             result.bytes.begin() + static_cast<ptrdiff_t>(rowBytes * picked.second));
+    result.shape[0] = picked.second - picked.first;
+  }
   return result;
+}
+
+TensorData readNpyFile(const std::string &path, const RowRange &rows) {
+  std::error_code code;
+  if (std::filesystem::is_directory(path, code))
+    throw UserError("cannot read '" + path + "': it is a directory");
+  std::unique_ptr<std::FILE, int (*)(std::FILE *)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!file) throw UserError("cannot open '" + path + "': " + std::strerror(errno));
+  FileSource source(file.get(), path);
+  return readNpy(source, path, rows);
 }
 
 } // namespace
@@ -342,13 +395,11 @@ TensorData parseNpy(std::string_view bytes, const std::string &nameForErrors) {
 }
 
 TensorData loadNpy(const std::string &path) {
-  std::error_code code;
-  if (std::filesystem::is_directory(path, code))
-    throw UserError("cannot read '" + path + "': it is a directory");
-  std::unique_ptr<std::FILE, int (*)(std::FILE *)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!file) throw UserError("cannot open '" + path + "': " + std::strerror(errno));
-  FileSource source(file.get(), path);
-  return readNpy(source, path);
+  return readNpyFile(path, nullptr);
+}
+
+TensorData loadNpyRows(const std::string &path, const RowRange &rows) {
+  return readNpyFile(path, rows);
 }
 
 std::string formatNpy(const TensorData &data) {

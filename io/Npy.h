@@ -10,8 +10,11 @@
 
 #include "ir/TensorData.h"
 
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace tg::io {
 
@@ -20,6 +23,12 @@ using ir::TensorData;
 /// Reads a .npy file. Throws UserError("cannot open 'x.npy': ...") when it cannot be read, and UserError
 /// ("x.npy: <problem>") when its contents are not a supported .npy array.
 TensorData loadNpy(const std::string &path);
+
+/// Reads the rows [begin, end) of a .npy file's first axis, as `rows(n)` gives them for its length n: the
+/// rows before are skipped, those after never read (a Fortran-order file is read whole first). The errors of
+/// loadNpy, and a UserError for a 0-d array or a range outside [0, n].
+TensorData loadNpyRows(const std::string &path,
+                       const std::function<std::pair<int64_t, int64_t>(int64_t)> &rows);
 
 /// Parses the bytes of a .npy file; `nameForErrors` starts every error message.
 TensorData parseNpy(std::string_view bytes, const std::string &nameForErrors);

@@ -467,6 +467,10 @@ bool isView(OpKind kind) {
   return opInfo(kind).cost == Cost::Free;
 }
 
+bool isCollective(OpKind kind) {
+  return kind == OpKind::Allreduce || kind == OpKind::Allgather || kind == OpKind::Broadcast;
+}
+
 bool isConvolution(OpKind kind) {
   return kind == OpKind::Conv || kind == OpKind::ConvTranspose || kind == OpKind::ConvFilterGrad;
 }
@@ -536,7 +540,7 @@ bool OpAttrs::operator==(const OpAttrs &other) const {
   bool sameBody = body == other.body || (body && other.body && *body == *other.body);
   return dtype == other.dtype && axes == other.axes && keepdims == other.keepdims && shape == other.shape &&
          scalars == other.scalars && seed == other.seed && slices == other.slices && window == other.window &&
-         sameBody && loop == other.loop;
+         sameBody && loop == other.loop && combine == other.combine;
 }
 
 std::string Window::str() const {
@@ -573,6 +577,7 @@ size_t Op::hash() const {
   mix(static_cast<size_t>(attrs.dtype));
   mix(attrs.keepdims);
   mix(attrs.seed);
+  mix(static_cast<size_t>(attrs.combine));
   for (int64_t a : attrs.axes)
     mix(std::hash<int64_t>()(a));
   for (int64_t s : attrs.shape)
@@ -627,7 +632,12 @@ std::string Op::attrString() const {
     if (!a.axes.empty()) parts.push_back("axis=" + std::to_string(a.axes[0]));
     break;
   case OpKind::DimSize:
+  case OpKind::Allgather:
+  case OpKind::Shard:
     parts.push_back("axis=" + std::to_string(a.axes.at(0)));
+    break;
+  case OpKind::Allreduce:
+    parts.push_back(std::string("combine=") + opInfo(a.combine).name);
     break;
   case OpKind::Gather:
   case OpKind::ScatterAdd:
@@ -784,6 +794,14 @@ TensorType inferHostType(const Op &op, const std::vector<TensorType> &inputs) {
   case OpKind::ScatterAdd:
   case OpKind::ScatterSet:
     return indexingType(op, inputs);
+  case OpKind::Allreduce:
+  case OpKind::Broadcast:
+    return input;
+  case OpKind::Allgather:
+  case OpKind::Shard:
+    TG_ASSERT(static_cast<size_t>(attrs.axes.at(0)) < input.rank())
+        << op.name() << " along axis " << attrs.axes[0] << " of " << input.str();
+    return input;
   case OpKind::DimSize:
     TG_ASSERT(static_cast<size_t>(attrs.axes.at(0)) < input.rank())
         << "dim_size of axis " << attrs.axes[0] << " of " << input.str();

@@ -54,6 +54,9 @@ bool isReduction(OpKind kind);
 bool isPositionalReduction(OpKind kind);
 /// A view computes strides, not elements (Ops.def's cost Free).
 bool isView(OpKind kind);
+/// allreduce, allgather and broadcast: the ops that talk to the other ranks of a distributed run (shard,
+/// which keeps this rank's block, does not).
+bool isCollective(OpKind kind);
 /// conv, conv_transpose, conv_filter_grad: a sliding window (OpAttrs::window) of filters.
 bool isConvolution(OpKind kind);
 /// The convolutions and max_pool, max_pool_grad, max_pool_gather: the ops of a sliding window.
@@ -121,6 +124,7 @@ struct OpAttrs {
   std::shared_ptr<const ScalarGraph> body; // fused: what the kernel computes per element
   Window window;                           // conv, conv_transpose, conv_filter_grad
   std::shared_ptr<const Loop> loop;        // scan: its body and shape (ir/Loop.h); equal only to itself
+  OpKind combine = OpKind::Sum;            // allreduce: the reduction joining the ranks' tensors
   bool operator==(const OpAttrs &other) const;
 };
 

@@ -141,6 +141,7 @@ public:
     put(attrs.window);
     put(attrs.loop != nullptr);
     if (attrs.loop) put(*attrs.loop);
+    put(attrs.combine);
   }
 
   void put(const Loop &loop) {
@@ -414,6 +415,7 @@ public:
     if (getBool()) attrs.body = getScalarGraph();
     attrs.window = getWindow();
     if (getBool()) attrs.loop = getLoop();
+    attrs.combine = getOpKind();
     return Op(kind, std::move(attrs), place);
   }
 

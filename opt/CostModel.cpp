@@ -1,5 +1,6 @@
 #include "opt/CostModel.h"
 
+#include "ir/Assert.h"
 #include "ir/Loop.h"
 #include "ir/ScalarGraph.h"
 #include "ir/SourceLoc.h"
@@ -95,6 +96,10 @@ CostModel CostModel::defaults() {
   // PCIe 5 x16 from pageable host memory: about 25 GB/s, and about 10 us per copy.
   model.linkBytesPerSecond = 25e9;
   model.linkLatencySeconds = 10e-6;
+  // Ranks on one machine talk through shared memory (about 10 GB/s per direction, a microsecond); across
+  // machines, 100 Gb/s Ethernet or InfiniBand EDR, about 12 GB/s and a few microseconds (an override's job).
+  model.interconnectBytesPerSecond = 10e9;
+  model.interconnectLatencySeconds = 1e-6;
   return model;
 }
 
@@ -147,13 +152,24 @@ void CostModel::applyOverrides(const std::string &text, const std::string &origi
           throw ir::UserError(origin + ": unknown field \"link." + field +
                               "\"; expected gb_per_s or latency_us");
       }
+    } else if (key == "interconnect") {
+      if (!value.is_object()) throw ir::UserError(origin + ": \"interconnect\" must be an object");
+      for (const auto &[field, number] : value.items()) {
+        if (field == "gb_per_s")
+          interconnectBytesPerSecond = positiveNumber(number, "interconnect.gb_per_s", origin, false) * 1e9;
+        else if (field == "latency_us")
+          interconnectLatencySeconds = positiveNumber(number, "interconnect.latency_us", origin, true) * 1e-6;
+        else
+          throw ir::UserError(origin + ": unknown field \"interconnect." + field +
+                              "\"; expected gb_per_s or latency_us");
+      }
     } else if (key == "default_dim") {
       if (!value.is_number_integer() || value.get<int64_t>() < 0)
         throw ir::UserError(origin + ": default_dim must be a non-negative integer, got " + value.dump());
       defaultDim = value.get<int64_t>();
     } else {
       throw ir::UserError(origin + ": unknown field \"" + key +
-                          "\"; expected host, device, link or default_dim");
+                          "\"; expected host, device, link, interconnect or default_dim");
     }
   }
 }
@@ -303,11 +319,29 @@ double CostModel::nodeSeconds(const ir::Node &node, ir::Place place) const {
       body += nodeSeconds(*inner, place);
     return steps * body;
   }
+  if (ir::isCollective(node.op().kind())) return collectiveSeconds(node);
   const PlaceSpeeds &speeds = place == ir::Place::Device ? device : host;
   // An integer matmul, a comparison or a cast computes in its operands' dtype, not its result's.
   ir::DType dtype = node.inputs().empty() ? node.output()->type().dtype : node.input(0)->type().dtype;
   return speeds.launchSeconds +
          std::max(memoryBytes(node) / speeds.memoryBytesPerSecond, flops(node) / rate(speeds, dtype));
+}
+
+double CostModel::collectiveSeconds(const ir::Node &node) const {
+  double ranksMinusOne = static_cast<double>(ranks - 1), p = static_cast<double>(ranks);
+  if (ranks <= 1) return 0;
+  double payload = bytes(node.output()->type());
+  switch (node.op().kind()) {
+  case OpKind::Allreduce:
+    return 2 * ranksMinusOne * (interconnectLatencySeconds + payload / p / interconnectBytesPerSecond);
+  case OpKind::Allgather:
+    return ranksMinusOne * (interconnectLatencySeconds + payload / p / interconnectBytesPerSecond);
+  case OpKind::Broadcast:
+    return std::ceil(std::log2(p)) * interconnectLatencySeconds + payload / interconnectBytesPerSecond;
+  default:
+    TG_ASSERT(false) << node.op().name() << " is not a collective";
+    return 0;
+  }
 }
 
 double CostModel::transferSeconds(const ir::Value &value) const {

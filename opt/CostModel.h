@@ -28,9 +28,20 @@ struct CostModel {
   PlaceSpeeds host, device;
   double linkBytesPerSecond; // host <-> device copies
   double linkLatencySeconds; // the fixed cost of one copy
+  // Between the ranks of a distributed run (the collectives): each rank's bandwidth to its neighbour in a
+  // ring, and the latency of one message.
+  double interconnectBytesPerSecond;
+  double interconnectLatencySeconds;
+  int ranks = 1; // the processes of the run (`mpirun -np`)
   /// Sizes of symbolic dimensions (`n` in `f32[n, 4]`): bound by `tgc run`'s inputs or `--dim n=SIZE`.
   std::map<std::string, int64_t> dims;
   int64_t defaultDim = 1024; // the size of a symbolic dimension bound by neither
+
+  /// What a collective node (allreduce, allgather, broadcast) costs over the interconnect on `ranks`
+  /// processes, as rings do it: an allreduce sends 2 (P - 1) / P of its bytes and waits 2 (P - 1) latencies,
+  /// an allgather (P - 1) / P of its result's bytes with P - 1 latencies, a broadcast its bytes with
+  /// log2(P) latencies. Zero on one rank.
+  double collectiveSeconds(const ir::Node &node) const;
 
   /// This kind of machine: two cores of a server CPU on the host, an NVIDIA H200 on PCIe 5 as the device.
   static CostModel defaults();

@@ -13,6 +13,7 @@
 #include "opt/LocalDeviceLift.h"
 #include "opt/LoopInvariants.h"
 #include "opt/Merge.h"
+#include "opt/Shard.h"
 #include "opt/Specialize.h"
 #include "opt/Stabilize.h"
 
@@ -40,6 +41,7 @@ void runLoopBodies(ir::Graph &graph, RewriteContext &, PassProfile &profile,
   bodyOptions.pricePlacement = false;
   bodyOptions.placement = nullptr;
   bodyOptions.lift = "global"; // a body on the device goes there whole: its inputs already are
+  bodyOptions.shard.clear();   // a loop's operands are whole (opt/Shard.h)
   std::vector<std::pair<ir::Value *, ir::Value *>> replacements;
   for (ir::Node *node : graph.toposort()) {
     if (node->op().kind() != ir::OpKind::Scan) continue;
@@ -89,6 +91,9 @@ void runStabilize(ir::Graph &, RewriteContext &context, PassProfile &profile, co
 void runSpecialize(ir::Graph &, RewriteContext &context, PassProfile &profile, const OptimizerOptions &) {
   runRuleSet(context, specializeRules(), profile);
 }
+void runShard(ir::Graph &graph, RewriteContext &, PassProfile &profile, const OptimizerOptions &options) {
+  shardAlong(graph, options.shard, profile);
+}
 void runLift(ir::Graph &graph, RewriteContext &context, PassProfile &profile,
              const OptimizerOptions &options) {
   TG_ASSERT(isLiftStrategy(options.lift)) << "unknown lift strategy '" << options.lift << "'";
@@ -129,6 +134,7 @@ bool selected(const PassInfo &pass, const OptimizerOptions &options) {
       if (entry == pass.name || std::count(pass.tags.begin(), pass.tags.end(), entry)) return true;
     return false;
   };
+  if (std::count(pass.tags.begin(), pass.tags.end(), "distributed")) return !options.shard.empty();
   bool byDefault = std::count(pass.tags.begin(), pass.tags.end(), "fast_run") > 0;
   bool needsDevice = std::count(pass.tags.begin(), pass.tags.end(), "device") > 0;
   return (byDefault || matches(options.include)) && !matches(options.exclude) &&
@@ -144,6 +150,7 @@ const std::vector<PassInfo> &passTable() {
       {"canonicalize", 1, {"fast_run", "fast_compile", "rewrite"}, runCanonicalize},
       {"stabilize", 1.5, {"fast_run", "rewrite"}, runStabilize},
       {"specialize", 2, {"fast_run", "rewrite"}, runSpecialize},
+      {"shard", 2.5, {"fast_run", "fast_compile", "distributed"}, runShard},
       {"lift", 3, {"fast_run", "device"}, runLift},
       {"cut-transfers", 3.5, {"fast_run", "device"}, runCutTransfers},
       {"loop-bodies", 3.75, {"fast_run", "fast_compile", "loops"}, runLoopBodies},

@@ -22,6 +22,9 @@ struct OptimizerOptions {
   bool device = false;              // a device is in use: run the placement passes (tag device)
   bool residentBody = false;   // a device loop's body: its array inputs and outputs stay in device memory
   std::string lift = "global"; // the lift pass's strategy: global, local (the legacy baseline), cost
+  std::string shard; // a distributed run's batch dimension: the shard pass splits the step along it (tag
+                     // distributed, run whenever this is set, whatever the selection: without it the ranks'
+                     // results are wrong)
   CostModel costModel = CostModel::defaults(); // what --lift=cost minimizes, and what prices every placement
   bool pricePlacement = false;           // record the lift's estimate (PlacementEstimate) in its profile
   PlacementReasons *placement = nullptr; // filled with why each node runs where it does, when set

@@ -2,6 +2,7 @@
 #include "runtime/Kernels.h"
 
 #include "ir/SourceLoc.h"
+#include "runtime/Collectives.h"
 #include "runtime/KernelSupport.h"
 
 namespace tg::runtime {
@@ -66,6 +67,11 @@ Tensor runKernel(const ir::Op &op, const std::vector<Tensor> &inputs, ir::DType 
     return sortKernel(op, inputs[0], dtype);
   case OpKind::DimSize:
     return dimSizeKernel(op, inputs[0]);
+  case OpKind::Allreduce:
+  case OpKind::Allgather:
+  case OpKind::Shard:
+  case OpKind::Broadcast:
+    return collectiveKernel(op, inputs[0]);
   case OpKind::Conv:
   case OpKind::ConvTranspose:
   case OpKind::ConvFilterGrad:

@@ -19,6 +19,7 @@
 #include "io/Npy.h"
 #include "opt/Pipeline.h"
 #include "runtime/Blas.h"
+#include "runtime/Collectives.h"
 #include "tools/Batches.h"
 #include "tools/Repl.h"
 #include "tools/ScalarArguments.h"
@@ -71,6 +72,10 @@ run options:
   --epochs E            with --batch: E passes over the rows (default 1)
   --shuffle SEED        with --batch: each epoch takes the rows in an order shuffled by SEED and the
                         epoch's number (the same order on every machine)
+  --shard NAME          under mpirun (mpirun -np N tgc run ...): split the inputs along symbolic dimension
+                        NAME across the N processes (default: the one the inputs lead with); each reads
+                        its own part of each file, or of each batch with --batch, and the outputs and
+                        params are the single process's (docs/distributed.md)
   --device DEVICE       auto, cpu, sim or cuda (default auto: cuda when a driver and a GPU answer, else
                         cpu; -v says which and why); sim is a simulated device: separate memory, counted
                         transfers, device kernels run on the CPU
@@ -139,6 +144,7 @@ struct Options {
   long printEvery = 0;
   long batch = 0, epochs = 0; // 0: not given
   std::optional<uint64_t> shuffle;
+  std::string shard; // under mpirun: the dimension split across the ranks (empty: the inputs' leading one)
   bool verbose = false;
   bool optimize = true;
   bool optProfile = false;
@@ -240,6 +246,8 @@ Options parseOptions(int argc, char **argv) {
       long &count = arg == "--batch" ? options.batch : options.epochs;
       count = parseCount(arg, value());
       if (count == 0) throw UsageError{arg + " expects a positive integer, got 0"};
+    } else if (arg == "--shard" && (forRun || forCompile)) {
+      options.shard = value();
     } else if (arg == "--shuffle" && forRun) {
       options.shuffle = static_cast<uint64_t>(parseCount(arg, value()));
     } else if (arg == "--device" && (forRun || forCompile || forRepl)) {
@@ -349,6 +357,8 @@ Options parseOptions(int argc, char **argv) {
 /// The library's options for what the command line asks (the device is the caller's to open or not).
 api::Options libraryOptions(const Options &options) {
   api::Options library;
+  library.distributed = !options.shard.empty();
+  library.shard = options.shard;
   library.optimize = options.optimize;
   library.optimizer = options.optimizer;
   library.gpuArch = options.gpuArch;
@@ -406,28 +416,85 @@ bool hasPort(const std::vector<api::Port> &ports, const std::string &name) {
   return false;
 }
 
+/// A distributed run's inputs: each rank reads its block of the split dimension of each file (only those
+/// rows, when it is the first axis); with --batch, the whole files, each batch to be split as it is cut.
+/// The files must agree on the dimension's size, checked here, where every rank sees every file's.
+void loadParts(const api::Program &program, const std::map<std::string, std::string> &files, bool batched,
+               api::Program::Values &inputs) {
+  const std::string &dimension = program.shardDimension();
+  std::string sizedBy;
+  int64_t size = -1;
+  for (const auto &[name, path] : files) {
+    int axis = -1;
+    for (const api::Port &port : program.inputs())
+      for (size_t d = 0; d < port.type.shape.size() && port.name == name && axis < 0; ++d)
+        if (port.type.shape[d] == ir::Dim::named(dimension)) axis = static_cast<int>(d);
+    int64_t length = -1;
+    runtime::Tensor tensor;
+    if (axis == 0 && !batched) {
+      tensor = runtime::Tensor::fromData(io::loadNpyRows(path, [&](int64_t rows) {
+        length = rows;
+        runtime::Communicator &ranks = runtime::communicator();
+        return runtime::blockOf(rows, ranks.rank(), ranks.size());
+      }));
+    } else {
+      tensor = runtime::Tensor::fromData(io::loadNpy(path));
+      if (axis >= 0 && static_cast<size_t>(axis) < tensor.rank()) {
+        length = tensor.shape()[static_cast<size_t>(axis)];
+        if (!batched) tensor = runtime::ownBlock(tensor, static_cast<size_t>(axis)).contiguous();
+      }
+    }
+    if (length >= 0 && size >= 0 && length != size)
+      throw ir::UserError("input '" + name + "': dimension " + std::to_string(axis) + " is " + dimension +
+                          "=" + std::to_string(length) + ", but " + dimension + "=" + std::to_string(size) +
+                          " from input '" + sizedBy + "'");
+    if (length >= 0 && size < 0) {
+      size = length;
+      sizedBy = name;
+    }
+    inputs[name] = tensor;
+  }
+}
+
 int run(const Options &options, frontend::DiagnosticEngine &diags) {
   api::Source source = api::Source::file(options.file);
   diags.addSource(source.name, source.text); // for the errors about --in and --out below
+  runtime::openDistributed();
+  runtime::Communicator &ranks = runtime::communicator();
+  bool split = ranks.size() > 1, first = ranks.rank() == 0; // the first rank prints and saves
   api::OpenedDevice device = api::openDevice(options.device);
-  if (options.verbose)
+  if (options.verbose && first)
     std::cerr << "tgc: device " << (device.device ? device.device->describe() : "cpu") << " (" << device.why
               << ")\n"
               << "tgc: BLAS " << runtime::describeBlas() << "\n";
   api::Program::Values inputs;
   api::Options library = libraryOptions(options);
   library.device = device.device;
+  library.distributed = true;
+  if (!first) library.warnings = nullptr;
   std::map<std::string, std::string> numbers; // --in NAME=NUMBER: typed once the input's dtype is known
+  std::map<std::string, std::string> files;   // split runs read theirs once the split dimension is known
   for (const auto &[name, path] : options.inputs) {
     if (tools::looksLikeScalar(path)) {
       numbers[name] = path;
       library.inputShapes[name] = {};
-      continue;
+    } else if (split) {
+      files[name] = path;
+    } else {
+      inputs[name] = runtime::Tensor::fromData(io::loadNpy(path));
+      library.inputShapes[name] = inputs[name].shape(); // the cost model prices the run's own sizes
     }
-    inputs[name] = runtime::Tensor::fromData(io::loadNpy(path));
-    library.inputShapes[name] = inputs[name].shape(); // the cost model prices the run's own sizes
   }
+  if (!split && !options.shard.empty())
+    throw UsageError{"--shard " + options.shard +
+                     " splits a run across the processes mpirun starts: mpirun -np N tgc run ..."};
   api::Program program = api::Program::compile(source, library);
+  loadParts(program, files, options.batch > 0, inputs);
+  if (options.verbose && first && split)
+    std::cerr << "tgc: " << ranks.size() << " ranks (" << ranks.describe() << "), "
+              << (program.shardDimension().empty() ? "nothing split"
+                                                   : "split along " + program.shardDimension())
+              << "\n";
   for (const api::Port &input : program.inputs()) {
     if (auto number = numbers.find(input.name); number != numbers.end())
       inputs[input.name] = runtime::Tensor::fromData(
@@ -443,7 +510,7 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
     if (!inputs.count(input.name))
       throw ir::UserError("missing input '" + input.name + "': pass it with --in " + input.name + "=FILE.npy",
                           input.loc);
-  if (program.outputs().empty() && options.outputs.empty())
+  if (program.outputs().empty() && options.outputs.empty() && first)
     std::cerr << source.name
               << ": note: the script has no 'output', so a run prints nothing; name what to print with "
                  "'output NAME' (or save a param with --out NAME=FILE.npy)\n";
@@ -452,7 +519,7 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
   auto runStep = [&](const api::Program::Values &values) {
     results = program.step(values);
     ++step;
-    if (options.printEvery > 0 && step % options.printEvery == 0)
+    if (options.printEvery > 0 && step % options.printEvery == 0 && first)
       for (size_t i = 0; i < program.outputs().size(); ++i) {
         // An output that is a param shows the value the step read: its update comes after.
         const std::string &name = program.outputs()[i].name;
@@ -467,13 +534,24 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
       runStep(inputs);
   } else {
     tools::Batches batches(program.inputs(), inputs, options.batch, options.shuffle);
+    if (split && !program.shardDimension().empty() && program.shardDimension() != batches.dimension())
+      throw UsageError{"--shard " + program.shardDimension() + " with --batch: the batches are cut along " +
+                       batches.dimension() + ", which a distributed run with --batch splits"};
+    // A split run's batch: this rank's block of each batched input's rows.
+    auto part = [&](api::Program::Values values) {
+      if (!split || program.shardDimension().empty()) return values;
+      for (const api::Port &port : program.inputs())
+        if (!port.type.shape.empty() && port.type.shape[0] == ir::Dim::named(batches.dimension()))
+          values[port.name] = runtime::ownBlock(values[port.name], 0);
+      return values;
+    };
     long epochs = std::max(options.epochs, 1L);
-    bool progress = isatty(STDERR_FILENO);
+    bool progress = isatty(STDERR_FILENO) && first;
     for (long epoch = 0; epoch < epochs; ++epoch) {
       auto start = std::chrono::steady_clock::now();
       std::vector<double> sums(program.outputs().size(), 0.0);
       for (int64_t b = 0; b < batches.perEpoch(); ++b) {
-        runStep(batches.batch(epoch, b));
+        runStep(part(batches.batch(epoch, b)));
         for (size_t i = 0; i < results.size() && progress; ++i)
           if (results[i].rank() == 0 && results[i].dtype() != ir::DType::Bool)
             sums[i] += results[i].toData().get(0);
@@ -494,7 +572,7 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
       if (outName == name) return &path;
     return nullptr;
   };
-  for (size_t i = 0; i < program.outputs().size() && i < results.size(); ++i) {
+  for (size_t i = 0; i < program.outputs().size() && i < results.size() && first; ++i) {
     const std::string &name = program.outputs()[i].name;
     if (const std::string *path = saved(name))
       io::saveNpy(*path, results[i].toData());
@@ -502,8 +580,15 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
       tools::printNamed(std::cout, name, results[i]);
   }
   for (const api::Port &param : program.params())
-    if (const std::string *path = saved(param.name)) io::saveNpy(*path, program.param(param.name).toData());
-  if (options.verbose) {
+    if (const std::string *path = saved(param.name); path && first)
+      io::saveNpy(*path, program.param(param.name).toData());
+  if (options.verbose && split) {
+    // Every rank's line: how long each waited in collectives shows how evenly the work was split.
+    const runtime::CollectiveStats &collectives = runtime::collectiveStats();
+    std::fprintf(stderr, "tgc: rank %d: collectives: %zu calls, %zu bytes, %.6f s\n", ranks.rank(),
+                 collectives.calls, collectives.bytes, collectives.seconds);
+  }
+  if (options.verbose && first) {
     runtime::TransferStats transfers = program.transfers();
     std::cerr << "tgc: transfers: " << transfers.toDevice << " to the device, " << transfers.toHost
               << " to the host, " << transfers.bytes << " bytes\n";
@@ -543,8 +628,8 @@ void chooseBlasKernels(char **argv) {
 
 } // namespace
 
-int main(int argc, char **argv) {
-  chooseBlasKernels(argv);
+/// The command's exit code.
+int runCommand(int argc, char **argv) {
   std::ios::sync_with_stdio(false);
   frontend::DiagnosticEngine diags(std::cerr);
   try {
@@ -604,4 +689,16 @@ int main(int argc, char **argv) {
     std::cerr << "tgc: internal compiler error: " << error.what() << "\n";
     return 3;
   }
+}
+
+int main(int argc, char **argv) {
+  chooseBlasKernels(argv);
+  int code = runCommand(argc, argv);
+  // One rank of a distributed run failed: the others must not wait for it in a collective.
+  if (code != 0 && runtime::communicator().size() > 1) {
+    std::cout.flush();
+    std::cerr.flush();
+    runtime::communicator().abort(code);
+  }
+  return code;
 }

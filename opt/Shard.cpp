@@ -1,0 +1,508 @@
+#include "opt/Shard.h"
+
+#include "ir/Assert.h"
+#include "ir/TensorData.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <unordered_map>
+
+namespace tg::opt {
+
+namespace {
+
+using ir::Dim;
+using ir::Graph;
+using ir::Node;
+using ir::Op;
+using ir::OpAttrs;
+using ir::OpKind;
+using ir::Value;
+
+constexpr int kWhole = -1;
+
+/// A value of the split graph, and the axis it is split along (kWhole: every rank holds all of it).
+struct Part {
+  Value *value;
+  int axis;
+};
+
+int rankOf(const Value *value) {
+  return static_cast<int>(value->type().rank());
+}
+
+class Sharder {
+public:
+  Sharder(Graph &graph, std::string dimension, PassProfile &profile)
+      : graph_(graph), dimension_(std::move(dimension)), profile_(profile) {}
+
+  void run() {
+    Dim split = Dim::named(dimension_);
+    for (Value *input : graph_.inputs()) {
+      const ir::Shape &shape = input->type().shape;
+      auto at = std::find(shape.begin(), shape.end(), split);
+      if (at != shape.end()) parts_[input] = {input, static_cast<int>(at - shape.begin())};
+    }
+    std::vector<Node *> order = graph_.toposort();
+    for (Node *node : order) {
+      current_ = node;
+      std::vector<Part> in;
+      for (Value *input : node->inputs())
+        in.push_back(partOf(input));
+      std::vector<Part> out = rewrite(*node, std::move(in));
+      for (size_t k = 0; k < out.size(); ++k)
+        parts_[node->outputs()[k]] = out[k];
+    }
+    for (size_t i = 0; i < graph_.outputs().size(); ++i) {
+      Value *result = whole(partOf(graph_.outputs()[i]));
+      if (result != graph_.outputs()[i]) graph_.setOutput(i, result);
+    }
+  }
+
+private:
+  Part partOf(Value *value) const {
+    auto found = parts_.find(value);
+    return found == parts_.end() ? Part{value, kWhole} : found->second;
+  }
+
+  Value *add(OpKind kind, OpAttrs attrs, std::vector<Value *> inputs) {
+    return graph_.addNode(Op(kind, std::move(attrs)), std::move(inputs), current_->loc())->output();
+  }
+  static OpAttrs onAxis(int axis) {
+    OpAttrs attrs;
+    attrs.axes = {axis};
+    return attrs;
+  }
+
+  /// The value whole on every rank (an allgather when split), made once per value.
+  Value *whole(Part part) {
+    if (part.axis == kWhole) return part.value;
+    Value *&gathered = gathered_[part.value];
+    if (!gathered) {
+      gathered = add(OpKind::Allgather, onAxis(part.axis), {part.value});
+      profile_.details["allgathers inserted"] += 1;
+    }
+    return gathered;
+  }
+  Part made(Part part) { return {whole(part), kWhole}; }
+
+  /// This rank's block along `axis` of a value every rank holds whole.
+  Value *block(Value *value, int axis) {
+    Value *&cut = blocks_[{value, axis}];
+    if (!cut) cut = add(OpKind::Shard, onAxis(axis), {value});
+    return cut;
+  }
+
+  /// The split dimension's whole size (an i64 scalar): the ranks' block sizes summed, once for the graph
+  /// (every value split along an axis has the same block there).
+  Value *splitSize(Value *split, int axis) {
+    if (!splitSize_) splitSize_ = allreduce(add(OpKind::DimSize, onAxis(axis), {split}), OpKind::Sum);
+    return splitSize_;
+  }
+
+  Value *allreduce(Value *value, OpKind combine) {
+    OpAttrs attrs;
+    attrs.combine = combine;
+    profile_.details["allreduces inserted"] += 1;
+    return add(OpKind::Allreduce, std::move(attrs), {value});
+  }
+
+  /// The node on these values: itself when they are its inputs, else a copy reading them.
+  Node *emit(Node &node, const std::vector<Part> &in) {
+    std::vector<Value *> values;
+    for (const Part &part : in)
+      values.push_back(part.value);
+    if (std::equal(values.begin(), values.end(), node.inputs().begin(), node.inputs().end())) return &node;
+    return graph_.addNode(node.op(), std::move(values), node.loc(), node.pin());
+  }
+  /// The node's outputs, split along `axis` (kWhole for a node of several outputs).
+  std::vector<Part> keep(Node &node, const std::vector<Part> &in, int axis) {
+    Node *emitted = emit(node, in);
+    std::vector<Part> out;
+    for (Value *output : emitted->outputs())
+      out.push_back({output, emitted->outputs().size() == 1 ? axis : kWhole});
+    return out;
+  }
+  /// Every operand whole: the node computes what a single process does, on every rank.
+  std::vector<Part> gathered(Node &node, std::vector<Part> in) {
+    for (Part &part : in)
+      part = made(part);
+    return keep(node, in, kWhole);
+  }
+
+  std::vector<Part> rewrite(Node &node, std::vector<Part> in) {
+    bool split = std::any_of(in.begin(), in.end(), [](const Part &p) { return p.axis != kWhole; });
+    if (!split) return keep(node, in, kWhole);
+    OpKind kind = node.op().kind();
+    const OpAttrs &attrs = node.op().attrs();
+    const ir::OpInfo &info = node.op().info();
+    if (info.fusion == ir::FusionKind::Elementwise) return broadcasting(node, std::move(in));
+    if (info.fusion == ir::FusionKind::Reduce) return reduction(node, std::move(in));
+    switch (kind) {
+    case OpKind::Matmul:
+      return matmul(node, std::move(in));
+    case OpKind::Transpose: {
+      auto at = std::find(attrs.axes.begin(), attrs.axes.end(), in[0].axis);
+      return keep(node, in, static_cast<int>(at - attrs.axes.begin()));
+    }
+    case OpKind::ExpandDims: {
+      int axis = in[0].axis;
+      for (int64_t added : attrs.axes) // sorted: each new axis at or before the split one moves it on
+        if (added <= axis) ++axis;
+      return keep(node, in, axis);
+    }
+    case OpKind::Reshape:
+      return reshape(node, std::move(in));
+    case OpKind::Slice:
+      return slice(node, std::move(in));
+    case OpKind::Concat:
+    case OpKind::Stack:
+      return join(node, std::move(in));
+    case OpKind::ZerosLike:
+    case OpKind::OnesLike:
+      return keep(node, in, in[0].axis);
+    case OpKind::Arange:
+    case OpKind::Rand:
+    case OpKind::Randn: {
+      // Their length or shape from the input: made whole and cut, each element the single process's.
+      if (kind == OpKind::Arange && in[0].axis != 0) return keep(node, {made(in[0])}, kWhole);
+      int axis = kind == OpKind::Arange ? 0 : in[0].axis;
+      Value *full = emit(node, {made(in[0])})->output();
+      return {{block(full, axis), axis}};
+    }
+    case OpKind::DimSize:
+      if (attrs.axes.at(0) == in[0].axis) return {{splitSize(in[0].value, in[0].axis), kWhole}};
+      return keep(node, in, kWhole);
+    case OpKind::Sort:
+    case OpKind::Argsort:
+    case OpKind::Cumsum: {
+      int rank = rankOf(in[0].value);
+      int64_t axis = attrs.axes.empty() ? kWhole : (attrs.axes[0] + rank) % rank;
+      if (axis == in[0].axis || axis == kWhole) return gathered(node, std::move(in));
+      return keep(node, in, in[0].axis);
+    }
+    case OpKind::Gather:
+      return gather(node, std::move(in));
+    case OpKind::ScatterAdd:
+      return scatterAdd(node, std::move(in));
+    case OpKind::Conv:
+    case OpKind::ConvTranspose:
+    case OpKind::MaxPool:
+    case OpKind::MaxPoolGrad:
+    case OpKind::MaxPoolGather:
+    case OpKind::ConvFilterGrad:
+      return window(node, std::move(in));
+    default: // scatter_set, set_slice, a loop and the rest: on whole operands
+      return gathered(node, std::move(in));
+    }
+  }
+
+  /// Operands broadcast together (right-aligned) to `rank` axes, the result split along the first split
+  /// operand's axis: another operand split elsewhere is made whole, a whole one spanning that axis cut.
+  /// `exempt` (an operand index, or -1) reads that axis whole: it is never cut there, and is made whole when
+  /// split along it.
+  std::vector<Part> aligned(Node &node, std::vector<Part> in, int rank, int exempt = -1,
+                            int exemptAxis = -1) {
+    if (exempt >= 0 && in[exempt].axis == exemptAxis) in[exempt] = made(in[exempt]);
+    int target = kWhole;
+    for (Part &part : in) {
+      if (part.axis == kWhole) continue;
+      int axis = part.axis + rank - rankOf(part.value);
+      if (target == kWhole)
+        target = axis;
+      else if (axis != target)
+        part = made(part);
+    }
+    if (target == kWhole) return keep(node, in, kWhole);
+    for (size_t i = 0; i < in.size(); ++i) {
+      Part &part = in[i];
+      if (part.axis != kWhole) continue;
+      int axis = target - (rank - rankOf(part.value));
+      if (axis < 0 || part.value->type().shape[axis].isOne()) continue;
+      if (static_cast<int>(i) == exempt && axis == exemptAxis) continue;
+      part = {block(part.value, axis), axis};
+    }
+    return keep(node, in, target);
+  }
+
+  std::vector<Part> broadcasting(Node &node, std::vector<Part> in) {
+    return aligned(node, std::move(in), rankOf(node.output()));
+  }
+
+  std::vector<Part> reduction(Node &node, std::vector<Part> in) {
+    const OpAttrs &attrs = node.op().attrs();
+    OpKind kind = node.op().kind();
+    Part x = in[0];
+    std::vector<int64_t> axes = attrs.axes;
+    if (axes.empty()) {
+      if (ir::isPositionalReduction(kind)) return gathered(node, std::move(in)); // of the flattened array
+      for (int axis = 0; axis < rankOf(x.value); ++axis)
+        axes.push_back(axis);
+    }
+    if (std::find(axes.begin(), axes.end(), x.axis) == axes.end()) {
+      int before =
+          static_cast<int>(std::count_if(axes.begin(), axes.end(), [&](int64_t a) { return a < x.axis; }));
+      return keep(node, in, attrs.keepdims ? x.axis : x.axis - before);
+    }
+    switch (kind) {
+    case OpKind::Sum:
+    case OpKind::Prod:
+    case OpKind::Max:
+    case OpKind::Min:
+      return {{allreduce(emit(node, in)->output(), kind), kWhole}};
+    case OpKind::Any:
+      return {{allreduce(emit(node, in)->output(), OpKind::Max), kWhole}};
+    case OpKind::All:
+      return {{allreduce(emit(node, in)->output(), OpKind::Min), kWhole}};
+    case OpKind::Mean:
+      return {{mean(node, x.value, x.axis, axes), kWhole}};
+    default: // argmax, argmin along the split axis
+      return gathered(node, std::move(in));
+    }
+  }
+
+  /// mean over axes that include the split one: every rank's sum over every rank's count.
+  Value *mean(Node &node, Value *x, int splitAxis, const std::vector<int64_t> &axes) {
+    OpAttrs sumAttrs = node.op().attrs();
+    sumAttrs.axes = axes;
+    Value *total = allreduce(add(OpKind::Sum, sumAttrs, {x}), OpKind::Sum);
+    int64_t known = 1;
+    Value *count = nullptr;
+    for (int64_t axis : axes) {
+      const Dim &dim = x->type().shape[axis];
+      if (dim.isStatic()) {
+        known *= dim.size();
+        continue;
+      }
+      Value *size = axis == splitAxis ? splitSize(x, splitAxis)
+                                      : add(OpKind::DimSize, onAxis(static_cast<int>(axis)), {x});
+      count = count ? add(OpKind::Mul, {}, {count, size}) : size;
+    }
+    if (known != 1)
+      count = add(
+          OpKind::Mul, {},
+          {count, graph_.addConstant(ir::TensorData::scalar(ir::DType::I64, static_cast<double>(known)))});
+    ir::DType dtype = node.output()->type().dtype;
+    auto cast = [&](Value *value) {
+      if (value->type().dtype == dtype) return value;
+      OpAttrs to;
+      to.dtype = dtype;
+      return add(OpKind::Cast, to, {value});
+    };
+    return add(OpKind::Div, {}, {cast(total), cast(count)});
+  }
+
+  /// a @ b: batch axes and a's rows or b's columns stay split; a split contraction axis gives partial
+  /// products, summed across the ranks.
+  std::vector<Part> matmul(Node &node, std::vector<Part> in) {
+    int ra = rankOf(in[0].value), rb = rankOf(in[1].value), ro = rankOf(node.output());
+    constexpr int kContracted = -2;
+    // The result's axis of each operand's axis, or kContracted.
+    auto resultAxis = [&](int operand, int axis) {
+      int rank = operand == 0 ? ra : rb;
+      if (rank == 1) return kContracted;
+      if (operand == 0 && axis == rank - 1) return kContracted;
+      if (operand == 1 && axis == rank - 2) return kContracted;
+      if (axis >= rank - 2) return operand == 0 ? ro - (rb == 1 ? 1 : 2) : ro - 1; // a's rows, b's columns
+      int batch = ro - (ra >= 2) - (rb >= 2);
+      return axis + batch - (rank - 2);
+    };
+    auto contractedAxis = [&](int operand) {
+      int rank = operand == 0 ? ra : rb;
+      return operand == 0 ? rank - 1 : (rank == 1 ? 0 : rank - 2);
+    };
+    int ax[2] = {in[0].axis == kWhole ? kWhole : resultAxis(0, in[0].axis),
+                 in[1].axis == kWhole ? kWhole : resultAxis(1, in[1].axis)};
+    if (ax[0] != kWhole && ax[1] != kWhole && ax[0] != ax[1]) { // split along different axes
+      in[1] = made(in[1]);
+      ax[1] = kWhole;
+    }
+    int splitAt = ax[0] != kWhole ? ax[0] : ax[1];
+    if (splitAt == kContracted) {
+      for (int operand : {0, 1})
+        if (in[operand].axis == kWhole) in[operand] = {block(in[operand].value, contractedAxis(operand)), 0};
+      return {{allreduce(emit(node, in)->output(), OpKind::Sum), kWhole}};
+    }
+    // A split batch axis: the other operand is cut there unless it broadcasts along it.
+    for (int operand : {0, 1}) {
+      if (in[operand].axis != kWhole) continue;
+      int rank = operand == 0 ? ra : rb;
+      for (int axis = 0; axis + 2 < rank; ++axis)
+        if (resultAxis(operand, axis) == splitAt && !in[operand].value->type().shape[axis].isOne())
+          in[operand] = {block(in[operand].value, axis), axis};
+    }
+    return keep(node, in, splitAt);
+  }
+
+  /// A reshape keeps the split when the axis comes through unchanged: the same symbolic size, after axes of
+  /// the same static product.
+  std::vector<Part> reshape(Node &node, std::vector<Part> in) {
+    const ir::Shape &from = in[0].value->type().shape, &to = node.output()->type().shape;
+    auto staticProduct = [](const ir::Shape &shape, size_t end) -> std::optional<int64_t> {
+      int64_t product = 1;
+      for (size_t i = 0; i < end; ++i) {
+        if (!shape[i].isStatic()) return std::nullopt;
+        product *= shape[i].size();
+      }
+      return product;
+    };
+    auto before = staticProduct(from, static_cast<size_t>(in[0].axis));
+    for (size_t axis = 0; axis < to.size(); ++axis)
+      if (to[axis] == from[in[0].axis] && before && staticProduct(to, axis) == before)
+        return keep(node, in, static_cast<int>(axis));
+    return gathered(node, std::move(in));
+  }
+
+  std::vector<Part> slice(Node &node, std::vector<Part> in) {
+    const std::vector<ir::SliceSpec> &slices = node.op().attrs().slices;
+    int axis = in[0].axis;
+    if (axis < static_cast<int>(slices.size())) {
+      const ir::SliceSpec &spec = slices[axis];
+      if (spec.isIndex || spec.hasStart || spec.hasStop || spec.step != 1)
+        return gathered(node, std::move(in));
+    }
+    int removed = 0;
+    for (int i = 0; i < std::min(axis, static_cast<int>(slices.size())); ++i)
+      removed += slices[i].isIndex;
+    return keep(node, in, axis - removed);
+  }
+
+  /// concat and stack: along another axis than the split one, every operand cut alike.
+  std::vector<Part> join(Node &node, std::vector<Part> in) {
+    bool stack = node.op().kind() == OpKind::Stack;
+    int rank = rankOf(node.output());
+    int along = static_cast<int>((node.op().attrs().axes.at(0) + rank) % rank);
+    int target = kWhole; // in the operands' numbering
+    for (Part &part : in) {
+      if (part.axis == kWhole) continue;
+      if (target == kWhole && (stack || part.axis != along))
+        target = part.axis;
+      else if (part.axis != target)
+        part = made(part);
+    }
+    if (target == kWhole) return keep(node, in, kWhole);
+    for (Part &part : in)
+      if (part.axis == kWhole) part = {block(part.value, target), target};
+    return keep(node, in, stack && target >= along ? target + 1 : target);
+  }
+
+  /// gather(x, indices...): split along an axis of x it does not index, or along the indices' broadcast
+  /// axes; x is made whole where indexed along its split axis. (With keepdims, as take_along_axis: x and
+  /// the index broadcast together, x read whole along the indexed axis.)
+  std::vector<Part> gather(Node &node, std::vector<Part> in) {
+    const OpAttrs &attrs = node.op().attrs();
+    int first = static_cast<int>(attrs.axes.at(0));
+    if (attrs.keepdims) return aligned(node, std::move(in), rankOf(node.output()), 0, first);
+    int indexed = static_cast<int>(in.size()) - 1;
+    if (in[0].axis >= first && in[0].axis < first + indexed) in[0] = made(in[0]);
+    int indexRank = 0;
+    for (size_t i = 1; i < in.size(); ++i)
+      indexRank = std::max(indexRank, rankOf(in[i].value));
+    bool indicesSplit = std::any_of(in.begin() + 1, in.end(), [](const Part &p) { return p.axis != kWhole; });
+    if (in[0].axis != kWhole && indicesSplit) in[0] = made(in[0]);
+    if (in[0].axis != kWhole) {
+      int axis = in[0].axis < first ? in[0].axis : in[0].axis - indexed + indexRank;
+      return keep(node, in, axis);
+    }
+    // The indices broadcast together: split along one of their axes.
+    int target = kWhole;
+    for (size_t i = 1; i < in.size(); ++i) {
+      Part &part = in[i];
+      if (part.axis == kWhole) continue;
+      int axis = part.axis + indexRank - rankOf(part.value);
+      if (target == kWhole)
+        target = axis;
+      else if (axis != target)
+        part = made(part);
+    }
+    for (size_t i = 1; i < in.size(); ++i) {
+      Part &part = in[i];
+      int axis = target - (indexRank - rankOf(part.value));
+      if (part.axis == kWhole && axis >= 0 && !part.value->type().shape[axis].isOne())
+        part = {block(part.value, axis), axis};
+    }
+    return keep(node, in, first + target);
+  }
+
+  /// scatter_add(x, update, indices...) with x whole and the updates split: each rank adds its updates to
+  /// zeros, the ranks' sums are summed, and x is added once.
+  std::vector<Part> scatterAdd(Node &node, std::vector<Part> in) {
+    if (in[0].axis != kWhole) return gathered(node, std::move(in));
+    Value *x = in[0].value;
+    std::vector<Part> updates(in.begin() + 1, in.end());
+    // The update and the indices broadcast together (right-aligned), as gather's result and its indices.
+    int rank = 0;
+    for (const Part &part : updates)
+      rank = std::max(rank, rankOf(part.value));
+    int target = kWhole;
+    for (Part &part : updates) {
+      if (part.axis == kWhole) continue;
+      int axis = part.axis + rank - rankOf(part.value);
+      if (target == kWhole)
+        target = axis;
+      else if (axis != target)
+        part = made(part);
+    }
+    for (Part &part : updates) {
+      int axis = target - (rank - rankOf(part.value));
+      if (part.axis == kWhole && axis >= 0 && !part.value->type().shape[axis].isOne())
+        part = {block(part.value, axis), axis};
+    }
+    std::vector<Part> local{{add(OpKind::ZerosLike, {}, {x}), kWhole}};
+    local.insert(local.end(), updates.begin(), updates.end());
+    Value *partial = allreduce(graph_
+                                   .addNode(
+                                       node.op(),
+                                       [&] {
+                                         std::vector<Value *> values;
+                                         for (const Part &part : local)
+                                           values.push_back(part.value);
+                                         return values;
+                                       }(),
+                                       node.loc(), node.pin())
+                                   ->output(),
+                               OpKind::Sum);
+    return {{add(OpKind::Add, {}, {x, partial}), kWhole}};
+  }
+
+  /// Convolution and pooling split along the batch (axis 0 of their activations; filters are whole):
+  /// conv_filter_grad sums over the batch, across the ranks.
+  std::vector<Part> window(Node &node, std::vector<Part> in) {
+    OpKind kind = node.op().kind();
+    // Which operands are activations [N, ...]: conv and conv_transpose read filters second.
+    size_t activations = kind == OpKind::Conv || kind == OpKind::ConvTranspose ? 1 : in.size();
+    for (size_t i = 0; i < in.size(); ++i)
+      if (in[i].axis != kWhole && (i >= activations || in[i].axis != 0)) return gathered(node, std::move(in));
+    for (size_t i = 0; i < activations; ++i)
+      if (in[i].axis == kWhole) in[i] = {block(in[i].value, 0), 0};
+    if (kind == OpKind::ConvFilterGrad) return {{allreduce(emit(node, in)->output(), OpKind::Sum), kWhole}};
+    return keep(node, in, 0);
+  }
+
+  Graph &graph_;
+  std::string dimension_;
+  PassProfile &profile_;
+  std::unordered_map<const Value *, Part> parts_;
+  std::unordered_map<const Value *, Value *> gathered_;
+  std::map<std::pair<const Value *, int>, Value *> blocks_;
+  Value *splitSize_ = nullptr;
+  const Node *current_ = nullptr;
+};
+
+} // namespace
+
+void shardAlong(ir::Graph &graph, const std::string &dimension, PassProfile &profile) {
+  Sharder(graph, dimension, profile).run();
+}
+
+void broadcastInitialValues(ir::Program &program) {
+  for (size_t i = 0; i < program.init.outputs().size(); ++i) {
+    Value *initial = program.init.outputs()[i];
+    program.init.setOutput(i, program.init.addNode(Op(OpKind::Broadcast), {initial})->output());
+  }
+  for (size_t i = 0; i < program.params.size(); ++i)
+    program.params[i].initial = program.init.outputs()[i];
+}
+
+} // namespace tg::opt

@@ -122,8 +122,8 @@ void validate(const Options &options) {
 
 /// The dimension a distributed run splits `program`'s inputs along: `asked`, or the symbolic dimension the
 /// inputs lead with; empty when none leads with one (every rank then runs the whole step, with a warning).
-/// Error(Usage) for an unknown one or when inputs lead with different ones; Error(Compile) at the
-/// declaration of an input that has it on two axes or a size given to it.
+/// Error(Usage) for an unknown one, one given a size, or when inputs lead with different ones; a UserError at
+/// the declaration of an input that has it on two axes.
 std::string chooseShardDimension(const ir::Program &program, const Options &options) {
   std::vector<std::string> leading;
   std::string known;
@@ -160,7 +160,7 @@ std::string chooseShardDimension(const ir::Program &program, const Options &opti
       std::string message = "input '" + input.name + "' has the split dimension " + dimension +
                             " on two axes (" + input.value->type().str() +
                             "): a distributed run splits one; give it another name or --shard another one";
-      throw Error(Error::Kind::Compile, message, input.loc, "tgc: error: " + message + "\n");
+      throw ir::UserError(message, input.loc);
     }
   }
   return dimension;
@@ -317,8 +317,10 @@ Program Program::compile(const Source &source, const Options &options) {
     state->outputs.push_back({output.name, output.value->type(), {}});
   // Split on several ranks, or where a dimension is named (one rank runs the split program as it is).
   bool split = options.distributed && (runtime::communicator().size() > 1 || !options.shard.empty());
-  if (split) state->shardDimension = chooseShardDimension(built, options);
   State &compiled = *state;
+  if (split)
+    state->shardDimension =
+        compiled.guarded(Error::Kind::Compile, [&] { return chooseShardDimension(built, options); });
   if (options.optimize) {
     compiled.profile = compiled.guarded(Error::Kind::Compile, [&] {
       return opt::optimize(*compiled.program, compiled.optimizerOptions(nullptr, options.warnings));

@@ -87,6 +87,20 @@ private:
   }
   Part made(Part part) { return {whole(part), kWhole}; }
 
+  /// A value whose axis 0 is the whole of `split`'s (split along it) and which holds nothing: what arange
+  /// needs of its input, gathered without moving a byte (x[..., None][..., 0:0]).
+  Value *lengthOnly(Value *split) {
+    if (lengthOnly_) return lengthOnly_; // every split value's split axis has the same length
+    int rank = rankOf(split);
+    OpAttrs expand;
+    expand.axes = {rank};
+    OpAttrs empty;
+    empty.slices.resize(static_cast<size_t>(rank) + 1);
+    empty.slices.back().hasStart = empty.slices.back().hasStop = true;
+    Value *nothing = add(OpKind::Slice, empty, {add(OpKind::ExpandDims, expand, {split})});
+    return lengthOnly_ = whole({nothing, 0});
+  }
+
   /// This rank's block along `axis` of a value every rank holds whole.
   Value *block(Value *value, int axis) {
     Value *&cut = blocks_[{value, axis}];
@@ -165,11 +179,11 @@ private:
     case OpKind::Arange:
     case OpKind::Rand:
     case OpKind::Randn: {
-      // Their length or shape from the input: made whole and cut, each element the single process's.
-      if (kind == OpKind::Arange && in[0].axis != 0) return keep(node, {made(in[0])}, kWhole);
-      int axis = kind == OpKind::Arange ? 0 : in[0].axis;
-      Value *full = emit(node, {made(in[0])})->output();
-      return {{block(full, axis), axis}};
+      // Their length or shape from the input: made whole, each element the single process's (cut where
+      // they meet split values).
+      if (kind == OpKind::Arange && in[0].axis != 0) return keep(node, in, kWhole); // its length is whole
+      Part shape = kind == OpKind::Arange ? Part{lengthOnly(in[0].value), kWhole} : made(in[0]);
+      return keep(node, {shape}, kWhole);
     }
     case OpKind::DimSize:
       if (attrs.axes.at(0) == in[0].axis) return {{splitSize(in[0].value, in[0].axis), kWhole}};
@@ -425,44 +439,47 @@ private:
     return keep(node, in, first + target);
   }
 
-  /// scatter_add(x, update, indices...) with x whole and the updates split: each rank adds its updates to
-  /// zeros, the ranks' sums are summed, and x is added once.
+  /// scatter_add(x, update, indices...) with x whole and the update or indices split: each rank adds its
+  /// updates to zeros, the ranks' sums are summed, and x is added once. The operands are placed in the shape
+  /// gather would select: an update right-aligned to it; the indices broadcast together (right-aligned) in
+  /// its axes from axes[0] on (with keepdims, all of them: the index has x's rank).
   std::vector<Part> scatterAdd(Node &node, std::vector<Part> in) {
+    const OpAttrs &attrs = node.op().attrs();
     if (in[0].axis != kWhole) return gathered(node, std::move(in));
-    Value *x = in[0].value;
-    std::vector<Part> updates(in.begin() + 1, in.end());
-    // The update and the indices broadcast together (right-aligned), as gather's result and its indices.
-    int rank = 0;
-    for (const Part &part : updates)
-      rank = std::max(rank, rankOf(part.value));
+    int first = attrs.keepdims ? 0 : static_cast<int>(attrs.axes.at(0));
+    int indexed = static_cast<int>(in.size()) - 2, indexRank = 0;
+    for (size_t i = 2; i < in.size(); ++i)
+      indexRank = std::max(indexRank, rankOf(in[i].value));
+    int selected = attrs.keepdims ? rankOf(in[0].value) : rankOf(in[0].value) - indexed + indexRank;
+    // The selected shape's axis of an operand's axis, and back (-1 where it has none).
+    auto toSelected = [&](size_t operand, int axis) {
+      int rank = rankOf(in[operand].value);
+      return operand == 1 ? axis + selected - rank : first + axis + indexRank - rank;
+    };
+    auto fromSelected = [&](size_t operand, int axis) {
+      int rank = rankOf(in[operand].value);
+      int own = operand == 1 ? axis - (selected - rank) : axis - first - (indexRank - rank);
+      return own >= 0 && own < rank ? own : -1;
+    };
     int target = kWhole;
-    for (Part &part : updates) {
-      if (part.axis == kWhole) continue;
-      int axis = part.axis + rank - rankOf(part.value);
+    for (size_t i = 1; i < in.size(); ++i) {
+      if (in[i].axis == kWhole) continue;
+      int axis = toSelected(i, in[i].axis);
       if (target == kWhole)
         target = axis;
       else if (axis != target)
-        part = made(part);
+        in[i] = made(in[i]);
     }
-    for (Part &part : updates) {
-      int axis = target - (rank - rankOf(part.value));
-      if (part.axis == kWhole && axis >= 0 && !part.value->type().shape[axis].isOne())
-        part = {block(part.value, axis), axis};
+    if (!attrs.keepdims && (target < first || target >= first + indexRank))
+      return gathered(node, std::move(in)); // split along an axis of x's own
+    for (size_t i = 1; i < in.size(); ++i) {
+      int axis = fromSelected(i, target);
+      if (in[i].axis == kWhole && axis >= 0 && !in[i].value->type().shape[axis].isOne())
+        in[i] = {block(in[i].value, axis), axis};
     }
-    std::vector<Part> local{{add(OpKind::ZerosLike, {}, {x}), kWhole}};
-    local.insert(local.end(), updates.begin(), updates.end());
-    Value *partial = allreduce(graph_
-                                   .addNode(
-                                       node.op(),
-                                       [&] {
-                                         std::vector<Value *> values;
-                                         for (const Part &part : local)
-                                           values.push_back(part.value);
-                                         return values;
-                                       }(),
-                                       node.loc(), node.pin())
-                                   ->output(),
-                               OpKind::Sum);
+    Value *x = in[0].value;
+    in[0] = {add(OpKind::ZerosLike, {}, {x}), kWhole};
+    Value *partial = allreduce(emit(node, in)->output(), OpKind::Sum);
     return {{add(OpKind::Add, {}, {x, partial}), kWhole}};
   }
 
@@ -486,7 +503,7 @@ private:
   std::unordered_map<const Value *, Part> parts_;
   std::unordered_map<const Value *, Value *> gathered_;
   std::map<std::pair<const Value *, int>, Value *> blocks_;
-  Value *splitSize_ = nullptr;
+  Value *splitSize_ = nullptr, *lengthOnly_ = nullptr;
   const Node *current_ = nullptr;
 };
 

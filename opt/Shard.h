@@ -12,8 +12,8 @@
 //     block;
 //   - an op that needs the whole axis and is no reduction (argmax along it, a sort or cumsum along it, a
 //     reshape that merges it, indexing into it, a loop) gets its operands whole first (allgather);
-//   - arange, rand and randn of the axis's length are made whole and cut, so that every element is the one
-//     a single process makes;
+//   - arange, rand and randn of the axis's length are made whole, every element the one a single process
+//     makes (arange's length gathered without its data), and cut where they meet split values;
 //   - outputs split along the axis are gathered whole.
 #pragma once
 

@@ -112,6 +112,45 @@ TEST(NpyTest, RoundTripsEveryDtypeAndShape) {
   std::remove(path.c_str());
 }
 
+// A distributed run's rank reads its rows: those before skipped, those after never read; a Fortran-order file
+// gives the same rows.
+TEST(NpyTest, ReadsOnlyTheRowsAsked) {
+  std::string path = testing::TempDir() + "tgc_npy_rows.npy";
+  TensorData data(DType::I64, {7, 3});
+  for (int64_t i = 0; i < data.numElements(); ++i)
+    data.set(i, static_cast<double>(i));
+  tg::io::saveNpy(path, data);
+  int64_t told = -1;
+  TensorData rows = tg::io::loadNpyRows(path, [&](int64_t n) {
+    told = n;
+    return std::pair<int64_t, int64_t>{2, 5};
+  });
+  EXPECT_EQ(told, 7);
+  EXPECT_EQ(rows.shape, (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(values(rows), (std::vector<double>{6, 7, 8, 9, 10, 11, 12, 13, 14}));
+  TensorData none = tg::io::loadNpyRows(path, [](int64_t n) { return std::pair<int64_t, int64_t>{n, n}; });
+  EXPECT_EQ(none.shape, (std::vector<int64_t>{0, 3}));
+  // The same array in Fortran order (the columns one after the other).
+  std::string columns;
+  for (int64_t j = 0; j < 3; ++j)
+    for (int64_t i = 0; i < 7; ++i) {
+      int64_t value = i * 3 + j;
+      columns.append(reinterpret_cast<const char *>(&value), sizeof value);
+    }
+  std::ofstream(path, std::ios::binary)
+      << npyFile("{'descr': '<i8', 'fortran_order': True, 'shape': (7, 3), }\n", columns);
+  rows = tg::io::loadNpyRows(path, [](int64_t) { return std::pair<int64_t, int64_t>{2, 5}; });
+  EXPECT_EQ(values(rows), (std::vector<double>{6, 7, 8, 9, 10, 11, 12, 13, 14}));
+  tg::io::saveNpy(path, TensorData::scalar(DType::F32, 1));
+  try {
+    tg::io::loadNpyRows(path, [](int64_t n) { return std::pair<int64_t, int64_t>{0, n}; });
+    ADD_FAILURE() << "a 0-d array has no rows";
+  } catch (const UserError &error) {
+    EXPECT_NE(error.message.find("a 0-d array has no rows to split"), std::string::npos) << error.message;
+  }
+  std::remove(path.c_str());
+}
+
 TEST(NpyTest, LongHeaderUsesVersion2) {
   TensorData data(DType::F32, std::vector<int64_t>(25000, 1)); // a header of about 75000 characters
   std::string bytes = tg::io::formatNpy(data);

@@ -1,0 +1,256 @@
+#!/usr/bin/python3
+"""A run split across ranks (mpirun -np P tgc run ...) gives the single process's outputs and params.
+
+Each case is a script and its inputs: scripts that exercise every rule of the shard pass (opt/Shard.h) on
+their outputs, and the training examples (trained for some steps, whole or in batches). Each runs once alone
+and then under mpirun on 2 and 3 ranks (3: blocks of unequal size) on the CPU, and on 2 ranks on the simulated
+device; every output and param, saved with --out, must equal the single run's: integers exactly, floats
+within relative 1e-4 (the ranks sum in another order: training for a hundred steps keeps the difference near
+1e-6, while after some hundreds of the MLP's steps at rate 1 it has grown to 1e-4). Then the MLP example's
+documented run, 2000 steps on 2 ranks, prints the single run's losses within relative 1e-3. Skipped (exit 77)
+where mpirun is not installed.
+
+  /usr/bin/python3 tests/e2e/distributed.py --tgc build/tgc [--ranks 2 3] [--only NAME]
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import numcheck  # noqa: E402 (beside this file)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DATA = os.path.join(ROOT, "examples", "data")
+RTOL, ATOL = 1e-4, 1e-5
+
+RULES = """
+input X : f32[n, 4]
+input Y : f32[n, 3]
+input W : f32[4, 3]
+input labels : i64[n]
+input words : i64[n, 2]
+input E : f32[10, 3]
+
+# elementwise and row-wise work stays local; a whole operand spanning the axis is cut
+let rows = sum(X * X[:, 0:1], axis=1)
+let withWhole = X + f32(arange(n))[:, None]
+# reductions over the split axis: sum, mean (a count across the ranks), max, min, prod, any, all
+let colsum = sum(X, axis=0)
+let total = mean(X)
+let colmean = mean(X, axis=0)
+let top = max(X, axis=0)
+let low = min(X)
+let pr = prod(1.0 + 0.01 * X, axis=0)
+let anyBig = any(X > 1.5)
+let allSmall = all(X < 10.0)
+let size = n
+let avg = sum(Y, axis=0) / n
+# needs the whole axis: argmax along it, sorts and cumsums along it; along another axis: local
+let arg = argmax(X, axis=0)
+let argflat = argmin(X)
+let sorted0 = sort(X, axis=0)
+let sorted1 = sort(X, axis=1)
+let order1 = argsort(Y, axis=1)
+let run0 = cumsum(Y, axis=0)
+let run1 = cumsum(Y, axis=1)
+# products: rows stay split; a contraction over the split axis sums across the ranks
+let h = X @ W
+let g = transpose(X) @ Y
+let mv = X @ W[:, 0]
+let vm = Y[:, 0] @ X
+let bat = X[:, :, None] @ Y[:, None, :]
+# views: kept, moved, or merged (then gathered)
+let cube = reshape(X, [-1, 2, 2])
+let flat = reshape(X, [-1])
+let t = transpose(X) * 2.0
+let cols = X[:, 1:3]
+let head = X[1:3]
+let e = X[:, None, :] + 1.0
+let st = stack([X, X * 2.0], axis=1)
+let down = concat([X, X], axis=0)
+let across = concat([X, Y], axis=1)
+# indexing: into the split axis (gathered), by split indices (split), along an axis (take_along_axis)
+let picked = X[arange(n), labels]
+let emb = E[words]
+let along = take_along_axis(X, labels[:, None], 1)
+let byLabel = X[labels]
+let twoCols = take(X, [0, 2], axis=1)
+let counts = inc_subtensor(zeros_like(E)[words], 1.0)
+# random numbers of the split shape: each element the single process's
+let noise = rand([n, 2], seed=7) + X[:, 0:2]
+
+output rows, withWhole, colsum, total, colmean, top, low, pr, anyBig, allSmall, size, avg, arg, argflat
+output sorted0, sorted1, order1, run0, run1, h, g, mv, vm, bat, cube, flat, t, cols, head, e, st, down
+output across, picked, emb, along, byLabel, twoCols, counts, noise
+"""
+
+CONV = """
+import nn
+input x : f32[n, 2, 6, 6]
+input labels : i64[n]
+param w : f32[3, 2, 3, 3] = randn([3, 2, 3, 3], seed=1) * 0.3
+param b : f32[3] = zeros([3])
+param v : f32[12, 4] = randn([12, 4], seed=2) * 0.3
+let y = relu(conv2d(x, w, padding=1) + b[None, :, None, None])
+let p = max_pool2d(y, 3)
+let a = avg_pool2d(y, 3)
+let logits = reshape(p + a, [-1, 12]) @ v
+let loss = -mean(take_along_axis(nn.log_softmax(logits, 1), labels[:, None], 1))
+let gw, gb, gv = grad(loss, w, b, v)
+update w = w - 0.5 * gw
+update b = b - 0.5 * gb
+update v = v - 0.5 * gv
+output loss, y
+"""
+
+
+def rules_inputs(rng, n):
+    return {
+        "X": rng.standard_normal((n, 4)).astype(np.float32),
+        "Y": rng.standard_normal((n, 3)).astype(np.float32),
+        "W": rng.standard_normal((4, 3)).astype(np.float32),
+        "labels": rng.integers(0, 4, n).astype(np.int64),
+        "words": rng.integers(0, 10, (n, 2)).astype(np.int64),
+        "E": rng.standard_normal((10, 3)).astype(np.float32),
+    }
+
+
+def conv_inputs(rng, n):
+    return {
+        "x": rng.standard_normal((n, 2, 6, 6)).astype(np.float32),
+        "labels": rng.integers(0, 4, n).astype(np.int64),
+    }
+
+
+RULE_OUTPUTS = [name.strip() for line in RULES.splitlines() if line.startswith("output ")
+                for name in line[len("output "):].split(",")]
+
+# (name, script: text or an example's file, inputs: (generator, rows) or example data files, saved names,
+#  extra run arguments)
+CASES = [
+    ("rules", RULES, (rules_inputs, 11), RULE_OUTPUTS, []),
+    ("conv", CONV, (conv_inputs, 7), ["loss", "y", "w", "b", "v"], ["--steps", "5"]),
+    ("mlp", "mlp.tg", ["X=spiral_X.npy", "labels=spiral_y.npy"], ["loss", "accuracy", "W1", "b2"],
+     ["--steps", "100"]),
+    ("logreg batches", "logreg.tg", ["X=logreg_X.npy", "y=logreg_y.npy"], ["loss", "w", "b"],
+     ["--batch", "7", "--epochs", "2", "--shuffle", "1"]),
+    ("cnn batches", "cnn.tg", ["x=fashion32_x.npy", "labels=fashion32_y.npy"], ["loss", "accuracy", "w1", "b3"],
+     ["--batch", "16"]),
+    ("char_rnn batches", "char_rnn.tg", ["seq=gpl64_windows.npy", "prompt=gpl_prompt.npy"],
+     ["loss", "sample", "E", "bo"], ["--batch", "32"]),
+    ("embedding", "embedding.tg", [], ["loss", "E"], ["--steps", "20"]),
+]
+
+
+def mpirun(ranks):
+    # As root (CI containers), oversubscribing the cores, over shared memory without the single-copy
+    # mechanism that containers often forbid (ptrace).
+    return ["mpirun", "-np", str(ranks), "--oversubscribe", "--allow-run-as-root",
+            "--mca", "btl_vader_single_copy_mechanism", "none"]
+
+
+def run(command, what):
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    if result.returncode != 0:
+        sys.exit(f"FAIL {what}: exit {result.returncode}\n$ {' '.join(command)}\n{result.stdout}{result.stderr}")
+    return result
+
+
+def saved(folder, names):
+    return {name: np.load(os.path.join(folder, name + ".npy")) for name in names}
+
+
+def differences(want, got):
+    problems = []
+    for name, expected in want.items():
+        actual = got[name]
+        if expected.shape != actual.shape or expected.dtype != actual.dtype:
+            problems.append(f"{name}: {actual.dtype}{list(actual.shape)}, alone {expected.dtype}{list(expected.shape)}")
+        elif expected.dtype.kind == "f":
+            if not np.allclose(actual, expected, rtol=RTOL, atol=ATOL, equal_nan=True):
+                worst = np.max(np.abs(actual - expected) / (ATOL + RTOL * np.abs(expected)))
+                problems.append(f"{name}: differs, at worst {worst:.3g} times the tolerance")
+        elif not np.array_equal(actual, expected):
+            problems.append(f"{name}: differs")
+    return problems
+
+
+def printed_losses_match(tgc, ranks):
+    """examples/mlp.tg's documented run prints the same losses on `ranks` ranks as alone."""
+    command = [tgc, "run", os.path.join(ROOT, "examples", "mlp.tg"), "--in", "X=" + os.path.join(DATA, "spiral_X.npy"),
+               "--in", "labels=" + os.path.join(DATA, "spiral_y.npy"), "--steps", "2000", "--print-every", "500"]
+    alone = run(command, "mlp printed alone").stdout
+    split = run(mpirun(ranks) + command, f"mlp printed on {ranks} ranks").stdout
+    same = numcheck.text_matches(alone, split, rtol=1e-3, atol=1e-6)
+    print(f"{'ok' if same else 'FAIL'} mlp printed: {ranks} ranks, {len(alone.splitlines())} lines")
+    if not same:
+        print("alone:\n" + alone + f"on {ranks} ranks:\n" + split)
+    return same
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tgc", required=True)
+    parser.add_argument("--ranks", type=int, nargs="+", default=[2, 3])
+    parser.add_argument("--only")
+    args = parser.parse_args()
+    if not shutil.which("mpirun"):
+        print("SKIP: mpirun is not installed (Debian's openmpi-bin)")
+        return 77
+    tgc = os.path.abspath(args.tgc)
+    os.environ.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
+    rng = np.random.default_rng(37)
+    failures = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, script, inputs, names, extra in CASES:
+            if args.only and args.only != name:
+                continue
+            case = os.path.join(tmp, name.replace(" ", "_"))
+            os.makedirs(case)
+            if script.endswith(".tg"):
+                path = os.path.join(ROOT, "examples", script)
+                bound = [f"{pair.split('=')[0]}={os.path.join(DATA, pair.split('=')[1])}" for pair in inputs]
+            else:
+                path = os.path.join(case, "script.tg")
+                with open(path, "w") as f:
+                    f.write(script)
+                make, rows = inputs
+                bound = []
+                for input_name, value in make(rng, rows).items():
+                    np.save(os.path.join(case, input_name + ".npy"), value)
+                    bound.append(f"{input_name}={os.path.join(case, input_name + '.npy')}")
+            command = [tgc, "run", path] + [a for b in bound for a in ("--in", b)] + extra
+
+            def outputs(folder):
+                os.makedirs(folder)
+                return [a for n in names for a in ("--out", f"{n}={os.path.join(folder, n + '.npy')}")]
+
+            run(command + outputs(os.path.join(case, "alone")), f"{name} alone")
+            alone = saved(os.path.join(case, "alone"), names)
+            runs = [(ranks, "cpu") for ranks in args.ranks] + [(args.ranks[0], "sim")]
+            for ranks, device in runs:
+                folder = os.path.join(case, f"{ranks}_{device}")
+                run(mpirun(ranks) + command + ["--device", device] + outputs(folder),
+                    f"{name} on {ranks} ranks ({device})")
+                problems = differences(alone, saved(folder, names))
+                status = "FAIL" if problems else "ok"
+                print(f"{status} {name}: {ranks} ranks ({device}), {len(names)} values")
+                for problem in problems:
+                    print("    " + problem)
+                failures += bool(problems)
+    if not args.only or args.only == "mlp printed":
+        failures += not printed_losses_match(tgc, args.ranks[0])
+    if failures:
+        print(f"{failures} split runs differ from the single process's")
+        return 1
+    print("every split run gives the single process's values")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

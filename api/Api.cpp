@@ -219,6 +219,16 @@ OpenedDevice openDevice(const std::string &name) {
   }
 }
 
+Ranks joinRanks() {
+  try {
+    runtime::openDistributed();
+  } catch (const ir::UserError &error) {
+    throw Error(Error::Kind::Device, error.message, {}, "tgc: error: " + error.message + "\n");
+  }
+  runtime::Communicator &ranks = runtime::communicator();
+  return {ranks.rank(), ranks.size(), ranks.describe()};
+}
+
 struct Program::State {
   State(Source source, Options options) : source(std::move(source)), options(std::move(options)) {}
 

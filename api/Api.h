@@ -76,6 +76,17 @@ struct OpenedDevice {
 /// open); auto: cuda when a driver and a GPU answer, else none. Error(Usage) for another name.
 OpenedDevice openDevice(const std::string &name);
 
+/// This process's place among the processes of a run (one rank of one, without mpirun).
+struct Ranks {
+  int rank = 0, size = 1;
+  std::string description; // "rank 1 of 2 on HOST (Open MPI v4.1.4)"
+};
+
+/// Under mpirun, joins the run's other processes (MPI, runtime/Collectives.h), so that programs compiled with
+/// Options::distributed split their steps across them; nothing without mpirun. Error(Device) saying why when
+/// mpirun started the process but MPI does not open.
+Ranks joinRanks();
+
 struct Options {
   std::shared_ptr<runtime::Device> device; // where device nodes run (openDevice); null: the CPU
   bool placeForDevice = false;     // place for a device even when none is open: the program can be printed

@@ -305,6 +305,10 @@ api::Options optionsOf(const py::dict &given) {
           raiseUsage("dims expects names and non-negative sizes, got " + py::repr(value).cast<std::string>());
         optimizer.costModel.dims[name.cast<std::string>()] = size.cast<int64_t>();
       }
+    } else if (option == "distributed") {
+      options.distributed = valueOf<bool>(option, value, "True or False");
+    } else if (option == "shard") {
+      options.shard = valueOf<std::string>(option, value, "a symbolic dimension's name");
     } else if (option == "sizes") {
       if (!py::isinstance<py::dict>(value)) raiseUsage("sizes expects a dict of sizes, e.g. {'n': 128}");
       for (auto [name, size] : value.cast<py::dict>()) {
@@ -318,10 +322,10 @@ api::Options optionsOf(const py::dict &given) {
       raiseUsage(
           "compile() got an unexpected option '" + option +
           "'; options: lift, opt_include, opt_exclude, stop_after, print_after, verify_each, optimize, "
-          "no_cache, gpu_arch, cost_model, dims, sizes" +
+          "no_cache, gpu_arch, cost_model, dims, sizes, distributed, shard" +
           frontend::didYouMean(option, {"lift", "opt_include", "opt_exclude", "stop_after", "print_after",
                                         "verify_each", "optimize", "no_cache", "gpu_arch", "cost_model",
-                                        "dims", "sizes"}));
+                                        "dims", "sizes", "distributed", "shard"}));
     }
   }
   return options;
@@ -402,6 +406,7 @@ PyProgram compile(const std::string &text, bool isPath, const std::string &devic
   api::Options options = optionsOf(given);
   api::Source source = isPath ? callTgc([&] { return api::Source::file(text); }) : api::Source::string(text);
   options.device = callTgc([&] { return deviceNamed(device).device; });
+  if (options.distributed) callTgc([] { return api::joinRanks(); });
   return PyProgram(callTgc([&] { return api::Program::compile(source, options); }));
 }
 
@@ -450,5 +455,12 @@ PYBIND11_MODULE(_tgc, module) {
   module.def("blas", &runtime::describeBlas, "The libraries host matmuls call and the kernels they chose.");
   module.def("better_blas_core", &runtime::betterBlasCore,
              "The OpenBLAS core this CPU calls for when the one loaded is older, else None.");
+  module.def(
+      "join_ranks",
+      [] {
+        api::Ranks ranks = callTgc([] { return api::joinRanks(); });
+        return py::make_tuple(ranks.rank, ranks.size, ranks.description);
+      },
+      "Under mpirun, joins the run's other processes; (this rank, the number of ranks, a description).");
   module.def("compile", &compile, py::arg("text"), py::arg("is_path"), py::arg("device"), py::arg("options"));
 }

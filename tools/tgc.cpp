@@ -459,9 +459,8 @@ void loadParts(const api::Program &program, const std::map<std::string, std::str
 int run(const Options &options, frontend::DiagnosticEngine &diags) {
   api::Source source = api::Source::file(options.file);
   diags.addSource(source.name, source.text); // for the errors about --in and --out below
-  runtime::openDistributed();
-  runtime::Communicator &ranks = runtime::communicator();
-  bool split = ranks.size() > 1, first = ranks.rank() == 0; // the first rank prints and saves
+  api::Ranks ranks = api::joinRanks();
+  bool split = ranks.size > 1, first = ranks.rank == 0; // the first rank prints and saves
   api::OpenedDevice device = api::openDevice(options.device);
   if (options.verbose && first)
     std::cerr << "tgc: device " << (device.device ? device.device->describe() : "cpu") << " (" << device.why
@@ -491,7 +490,7 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
   api::Program program = api::Program::compile(source, library);
   loadParts(program, files, options.batch > 0, inputs);
   if (options.verbose && first && split)
-    std::cerr << "tgc: " << ranks.size() << " ranks (" << ranks.describe() << "), "
+    std::cerr << "tgc: " << ranks.size << " ranks (" << ranks.description << "), "
               << (program.shardDimension().empty() ? "nothing split"
                                                    : "split along " + program.shardDimension())
               << "\n";
@@ -585,7 +584,7 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
   if (options.verbose && split) {
     // Every rank's line: how long each waited in collectives shows how evenly the work was split.
     const runtime::CollectiveStats &collectives = runtime::collectiveStats();
-    std::fprintf(stderr, "tgc: rank %d: collectives: %zu calls, %zu bytes, %.6f s\n", ranks.rank(),
+    std::fprintf(stderr, "tgc: rank %d: collectives: %zu calls, %zu bytes, %.6f s\n", ranks.rank,
                  collectives.calls, collectives.bytes, collectives.seconds);
   }
   if (options.verbose && first) {

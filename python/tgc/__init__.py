@@ -49,7 +49,7 @@ if _tgc.better_blas_core():
                   "NumPy's) run several times faster with OPENBLAS_CORETYPE=%s set before Python starts (`tgc run` sets it itself)"
                   % (blas, _tgc.better_blas_core()), RuntimeWarning, stacklevel=2)
 __all__ = ["compile", "Program", "Spec", "Params", "Error", "CompileError", "InputError", "DeviceError",
-           "RunError", "UsageError"]
+           "RunError", "UsageError", "rank", "ranks", "block"]
 
 
 class Spec(NamedTuple):
@@ -173,8 +173,12 @@ def compile(path_or_source: Union[str, "os.PathLike[str]", None] = None, device:
     else the CPU), "cpu", "sim" (the simulated device) or "cuda". Options are the command line's, in Python's
     spelling: lift ("global", "local", "cost"), opt_include, opt_exclude (a pass name or a list of them),
     stop_after, print_after, verify_each, optimize (False: -O0), no_cache, gpu_arch ("sm_90"), cost_model (a
-    JSON file), dims ({name: size} for the cost model); and sizes ({name: size}: symbolic dimensions made
-    static, so that f32[n, 4] is f32[128, 4] and n is 128, without formatting the script's text).
+    JSON file), dims ({name: size} for the cost model); sizes ({name: size}: symbolic dimensions made
+    static, so that f32[n, 4] is f32[128, 4] and n is 128, without formatting the script's text); and
+    distributed (default: whether mpirun started this process), shard (a dimension's name): under
+    `mpirun -np N python3 ...`, each step is split across the N processes along the batch dimension (shard,
+    else the one the inputs lead with): each process passes its block of the inputs (tgc.block(array)), and
+    every process gets the single process's outputs and params (docs/distributed.md).
 
         program = tgc.compile("examples/logreg.tg", device="cpu")
         program = tgc.compile(source="input x : f32[n]\noutput exp(x)\n")
@@ -203,7 +207,28 @@ def compile(path_or_source: Union[str, "os.PathLike[str]", None] = None, device:
         raise _usage_error("tgc.compile expects a path or source text, got %r" % (path_or_source,))
     if not isinstance(device, str):
         raise _usage_error("device expects auto, cpu, sim or cuda, got %r" % (device,))
+    options.setdefault("distributed", _started_by_mpirun() or "shard" in options)
     return Program(_tgc.compile(text, is_path, device, options))
+
+
+def _started_by_mpirun() -> bool:
+    return "OMPI_COMM_WORLD_SIZE" in os.environ or "PMIX_RANK" in os.environ
+
+
+def rank() -> int:
+    """This process's rank among those mpirun started (joining them, the first time), 0 without mpirun."""
+    return _tgc.join_ranks()[0] if _started_by_mpirun() else 0
+
+
+def ranks() -> int:
+    """How many processes mpirun started (1 without mpirun)."""
+    return _tgc.join_ranks()[1] if _started_by_mpirun() else 1
+
+
+def block(array: Any, axis: int = 0) -> numpy.ndarray:
+    """This rank's block of an array along axis: np.array_split(array, tgc.ranks(), axis)[tgc.rank()], the
+    part of a split input that a distributed program takes on this rank (the whole array on one rank)."""
+    return numpy.array_split(numpy.asarray(array), ranks(), axis)[rank()]
 
 
 def __dir__():

@@ -7,7 +7,9 @@ and then under mpirun on 2 and 3 ranks (3: blocks of unequal size) on the CPU, a
 device; every output and param, saved with --out, must equal the single run's: integers exactly, floats
 within relative 1e-4 (the ranks sum in another order: training for a hundred steps keeps the difference near
 1e-6, while after some hundreds of the MLP's steps at rate 1 it has grown to 1e-4). Then the MLP example's
-documented run, 2000 steps on 2 ranks, prints the single run's losses within relative 1e-3. Skipped (exit 77)
+documented run, 2000 steps on 2 ranks, prints the single run's losses within relative 1e-3, and logreg
+trained from Python (tgc.compile under mpirun, each rank stepping on tgc.block of the data) ends with the
+single process's params. A rank that dies or hangs ends the run with an error naming it. Skipped (exit 77)
 where mpirun is not installed.
 
   /usr/bin/python3 tests/e2e/distributed.py --tgc build/tgc [--ranks 2 3] [--only NAME]
@@ -180,6 +182,78 @@ def differences(want, got):
     return problems
 
 
+PYTHON_SCRIPT = """
+import sys
+import numpy as np
+import tgc
+X, y = np.load(sys.argv[1]), np.load(sys.argv[2])
+program = tgc.compile(sys.argv[3], device="cpu")
+for _ in range(50):
+    outputs = program.step(X=tgc.block(X), y=tgc.block(y))
+if tgc.rank() == 0:
+    np.savez(sys.argv[4], loss=outputs["loss"], w=program.params["w"], ranks=tgc.ranks())
+"""
+
+
+def python_matches(tgc, ranks, tmp):
+    """From Python (tgc.compile under mpirun, each rank stepping on tgc.block of the data): logreg's loss
+    and params are the single process's."""
+    python = os.path.join(os.path.dirname(tgc), "tgc-python")
+    if not os.path.exists(python):
+        print("SKIP python: no tgc-python beside tgc (a build without the Python module)")
+        return True
+    script = os.path.join(tmp, "logreg.py")
+    with open(script, "w") as f:
+        f.write(PYTHON_SCRIPT)
+    args = [os.path.join(DATA, "logreg_X.npy"), os.path.join(DATA, "logreg_y.npy"),
+            os.path.join(ROOT, "examples", "logreg.tg")]
+    run([python, script] + args + [os.path.join(tmp, "alone.npz")], "python alone")
+    run(mpirun(ranks) + [python, script] + args + [os.path.join(tmp, "split.npz")], f"python on {ranks} ranks")
+    alone, split = np.load(os.path.join(tmp, "alone.npz")), np.load(os.path.join(tmp, "split.npz"))
+    problems = differences({"loss": alone["loss"], "w": alone["w"]}, {"loss": split["loss"], "w": split["w"]})
+    if int(split["ranks"]) != ranks:
+        problems.append(f"tgc.ranks() is {int(split['ranks'])}, not {ranks}")
+    print(f"{'FAIL' if problems else 'ok'} python: {ranks} ranks")
+    for problem in problems:
+        print("    " + problem)
+    return not problems
+
+
+# Rank 1 of a long run dies (SIGKILL) or stops answering (SIGSTOP) a second in; rank 0 goes on.
+DIES = """#!/bin/sh
+if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then exec timeout -s KILL 1 "$@"; else exec "$@"; fi
+"""
+HANGS = """#!/bin/sh
+if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then "$@" & pid=$!; sleep 1; kill -STOP $pid; wait $pid; else exec "$@"; fi
+"""
+
+
+def faults_reported(tgc, tmp):
+    """A rank that dies or hangs ends the run with an error naming it (mpirun's, or the collective's
+    deadline, here 3 s), not a hang."""
+    command = [tgc, "run", os.path.join(ROOT, "examples", "mlp.tg"), "--in", "X=" + os.path.join(DATA, "spiral_X.npy"),
+               "--in", "labels=" + os.path.join(DATA, "spiral_y.npy"), "--steps", "100000000"]
+    ok = True
+    for fault, wrapper, expected in [("dies", DIES, "process rank 1"), ("hangs", HANGS, "allreduce waited 3 s")]:
+        path = os.path.join(tmp, fault + ".sh")
+        with open(path, "w") as f:
+            f.write(wrapper)
+        os.chmod(path, 0o755)
+        env = dict(os.environ, TGC_COLLECTIVE_TIMEOUT="3")
+        try:
+            result = subprocess.run(mpirun(2) + ["-x", "TGC_COLLECTIVE_TIMEOUT", path] + command,
+                                    capture_output=True, text=True, timeout=120, env=env)
+            output = result.stdout + result.stderr
+            good = result.returncode != 0 and expected in output
+        except subprocess.TimeoutExpired:
+            output, good = "(still running after 120 s)", False
+        print(f"{'ok' if good else 'FAIL'} a rank that {fault}: the run ends with an error naming it")
+        if not good:
+            print(output)
+        ok = ok and good
+    return ok
+
+
 def printed_losses_match(tgc, ranks):
     """examples/mlp.tg's documented run prints the same losses on `ranks` ranks as alone."""
     command = [tgc, "run", os.path.join(ROOT, "examples", "mlp.tg"), "--in", "X=" + os.path.join(DATA, "spiral_X.npy"),
@@ -243,6 +317,10 @@ def main():
                 for problem in problems:
                     print("    " + problem)
                 failures += bool(problems)
+        if not args.only or args.only == "python":
+            failures += not python_matches(tgc, args.ranks[-1], tmp)
+        if not args.only or args.only == "faults":
+            failures += not faults_reported(tgc, tmp)
     if not args.only or args.only == "mlp printed":
         failures += not printed_losses_match(tgc, args.ranks[0])
     if failures:

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <unordered_map>
 
 namespace tg::opt {
@@ -58,6 +59,7 @@ public:
       Value *result = whole(partOf(graph_.outputs()[i]));
       if (result != graph_.outputs()[i]) graph_.setOutput(i, result);
     }
+    bucketAllreduces();
   }
 
 private:
@@ -182,6 +184,9 @@ private:
       // Their length or shape from the input: made whole, each element the single process's (cut where
       // they meet split values).
       if (kind == OpKind::Arange && in[0].axis != 0) return keep(node, in, kWhole); // its length is whole
+      const std::vector<ir::Number> &bounds = attrs.scalars;
+      if (kind == OpKind::Arange && bounds.at(0).toDouble() == 0 && bounds.at(2).toDouble() == 1)
+        rowNumbers_.emplace(node.output(), node.op()); // the split axis's row numbers
       Part shape = kind == OpKind::Arange ? Part{lengthOnly(in[0].value), kWhole} : made(in[0]);
       return keep(node, {shape}, kWhole);
     }
@@ -408,6 +413,7 @@ private:
     const OpAttrs &attrs = node.op().attrs();
     int first = static_cast<int>(attrs.axes.at(0));
     if (attrs.keepdims) return aligned(node, std::move(in), rankOf(node.output()), 0, first);
+    if (ownRows(node, in, 1)) return keep(node, in, 0);
     int indexed = static_cast<int>(in.size()) - 1;
     if (in[0].axis >= first && in[0].axis < first + indexed) in[0] = made(in[0]);
     int indexRank = 0;
@@ -439,12 +445,39 @@ private:
     return keep(node, in, first + target);
   }
 
+  /// gather(x, i, ...) or scatter_add(x, update, i, ...) with x split along axis 0 and i the row numbers of
+  /// the split axis (x[arange(n), labels], cross-entropy's pick, and its gradient): each rank's rows are read
+  /// or written by its own, numbered from 0 (arange of its block); the other indices (of rank 1 at most) and
+  /// the update, cut alike. Whether it applied; `in` is changed only when it did.
+  bool ownRows(Node &node, std::vector<Part> &in, size_t firstIndex) {
+    const OpAttrs &attrs = node.op().attrs();
+    auto rows = rowNumbers_.find(node.input(firstIndex));
+    if (attrs.keepdims || attrs.axes.at(0) != 0 || in[0].axis != 0 || rows == rowNumbers_.end()) return false;
+    std::vector<Part> local = in;
+    local[firstIndex] = {add(OpKind::Arange, rows->second.attrs(), {in[0].value}), 0};
+    int indices = static_cast<int>(in.size() - firstIndex);
+    int selected = rankOf(in[0].value) - indices + 1; // the indices broadcast to one axis, the region's
+    for (size_t i = 1; i < in.size(); ++i) {
+      Part &part = local[i];
+      int rank = rankOf(part.value);
+      if (i > firstIndex && rank > 1) return false;
+      // The region's axis in this operand: an index's only one, an update's right-aligned to the region.
+      int axis = i > firstIndex ? rank - 1 : rank - selected;
+      if (i == firstIndex || axis < 0 || part.axis == axis) continue;
+      if (part.axis != kWhole) return false;
+      if (!part.value->type().shape[axis].isOne()) part = {block(part.value, axis), axis};
+    }
+    in = std::move(local);
+    return true;
+  }
+
   /// scatter_add(x, update, indices...) with x whole and the update or indices split: each rank adds its
   /// updates to zeros, the ranks' sums are summed, and x is added once. The operands are placed in the shape
   /// gather would select: an update right-aligned to it; the indices broadcast together (right-aligned) in
   /// its axes from axes[0] on (with keepdims, all of them: the index has x's rank).
   std::vector<Part> scatterAdd(Node &node, std::vector<Part> in) {
     const OpAttrs &attrs = node.op().attrs();
+    if (ownRows(node, in, 2)) return keep(node, in, 0);
     if (in[0].axis != kWhole) return gathered(node, std::move(in));
     int first = attrs.keepdims ? 0 : static_cast<int>(attrs.axes.at(0));
     int indexed = static_cast<int>(in.size()) - 2, indexRank = 0;
@@ -497,6 +530,59 @@ private:
     return keep(node, in, 0);
   }
 
+  /// Allreduces that none of the others depends on, of one dtype and combine, become one (their values
+  /// flattened, concatenated, and sliced back apart): each costs a latency per ring step, which small
+  /// tensors (a step's gradients, counts and losses) pay in full. They are grouped by depth: the most
+  /// allreduces on a path from the inputs to each, so that none of a group waits for another. Static
+  /// shapes only.
+  void bucketAllreduces() {
+    std::unordered_map<const Value *, int> depth;
+    std::map<std::tuple<int, OpKind, ir::DType>, std::vector<Node *>> buckets;
+    for (Node *node : graph_.toposort()) {
+      int deepest = 0;
+      for (Value *input : node->inputs())
+        if (auto found = depth.find(input); found != depth.end()) deepest = std::max(deepest, found->second);
+      bool allreduce = node->op().kind() == OpKind::Allreduce;
+      for (Value *output : node->outputs())
+        depth[output] = deepest + allreduce;
+      if (allreduce && node->output()->type().staticNumElements())
+        buckets[{deepest, node->op().attrs().combine, node->output()->type().dtype}].push_back(node);
+    }
+    std::vector<std::pair<Value *, Value *>> replacements;
+    for (auto &[key, nodes] : buckets) {
+      if (nodes.size() < 2) continue;
+      current_ = nodes.front();
+      std::vector<Value *> flat;
+      std::vector<int64_t> sizes;
+      for (Node *node : nodes) {
+        OpAttrs reshape;
+        reshape.shape = {*node->input(0)->type().staticNumElements()};
+        sizes.push_back(reshape.shape[0]);
+        flat.push_back(add(OpKind::Reshape, reshape, {node->input(0)}));
+      }
+      OpAttrs along = onAxis(0);
+      OpAttrs combine;
+      combine.combine = std::get<1>(key);
+      Value *summed = add(OpKind::Allreduce, combine, {add(OpKind::Concat, along, flat)});
+      int64_t offset = 0;
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        OpAttrs piece;
+        piece.slices.resize(1);
+        piece.slices[0].hasStart = piece.slices[0].hasStop = true;
+        piece.slices[0].start = offset;
+        piece.slices[0].stop = offset += sizes[i];
+        OpAttrs shape;
+        for (const Dim &dim : nodes[i]->output()->type().shape)
+          shape.shape.push_back(dim.size());
+        replacements.push_back(
+            {nodes[i]->output(), add(OpKind::Reshape, shape, {add(OpKind::Slice, piece, {summed})})});
+      }
+      profile_.details["allreduces bucketed"] += static_cast<double>(nodes.size());
+    }
+    for (auto &[old, bucketed] : replacements)
+      graph_.substitute(old, bucketed);
+  }
+
   Graph &graph_;
   std::string dimension_;
   PassProfile &profile_;
@@ -504,6 +590,7 @@ private:
   std::unordered_map<const Value *, Value *> gathered_;
   std::map<std::pair<const Value *, int>, Value *> blocks_;
   Value *splitSize_ = nullptr, *lengthOnly_ = nullptr;
+  std::unordered_map<const Value *, Op> rowNumbers_; // arange of the split length (before the pass), its op
   const Node *current_ = nullptr;
 };
 

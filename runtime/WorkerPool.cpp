@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <sched.h>
 #include <thread>
 #include <vector>
 
@@ -10,11 +11,16 @@ namespace tg::runtime {
 
 namespace {
 
-std::atomic<int> configuredThreads{0}; // 0: the machine's cores
+std::atomic<int> configuredThreads{0}; // 0: the cores this process may run on
 
-/// The machine's cores, asked once (glibc answers by reading /sys at every call).
+/// The cores this process may run on, asked once: those of its affinity mask (mpirun binds each rank to its
+/// own; taskset and container limits narrow it too), else the machine's.
 int machineThreads() {
-  static const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  static const int threads = [] {
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) return std::max(1, CPU_COUNT(&allowed));
+    return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  }();
   return threads;
 }
 

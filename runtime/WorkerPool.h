@@ -22,7 +22,8 @@ constexpr int64_t kElementsPerThread = 1 << 16;
 /// they were written; not measured since).
 constexpr double kMultiplyAddsPerThread = 1 << 20;
 
-/// How many threads a host kernel may split its elements across (default: the machine's cores).
+/// How many threads a host kernel may split its elements across (default: the cores the process may run on,
+/// its affinity mask's).
 void setHostThreads(int threads);
 int hostThreads();
 

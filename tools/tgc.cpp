@@ -515,8 +515,12 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
                  "'output NAME' (or save a param with --out NAME=FILE.npy)\n";
   std::vector<runtime::Tensor> results;
   long step = 0;
+  double firstStepSeconds = 0, laterStepsSeconds = 0; // for -v: the first step compiles what it runs
   auto runStep = [&](const api::Program::Values &values) {
+    auto start = std::chrono::steady_clock::now();
     results = program.step(values);
+    (step == 0 ? firstStepSeconds : laterStepsSeconds) +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     ++step;
     if (options.printEvery > 0 && step % options.printEvery == 0 && first)
       for (size_t i = 0; i < program.outputs().size(); ++i) {
@@ -581,6 +585,9 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
   for (const api::Port &param : program.params())
     if (const std::string *path = saved(param.name); path && first)
       io::saveNpy(*path, program.param(param.name).toData());
+  if (options.verbose && first && step > 0)
+    std::fprintf(stderr, "tgc: %ld steps: the first %.6f s, the others %.6f s each\n", step, firstStepSeconds,
+                 step > 1 ? laterStepsSeconds / static_cast<double>(step - 1) : 0.0);
   if (options.verbose && split) {
     // Every rank's line: how long each waited in collectives shows how evenly the work was split.
     const runtime::CollectiveStats &collectives = runtime::collectiveStats();

@@ -75,10 +75,7 @@ Tensor ownCopy(const Tensor &input) {
 Tensor allgatherAlong(const Tensor &input, size_t axis) {
   Communicator &ranks = communicator();
   const std::vector<int64_t> &shape = input.shape();
-  std::vector<int64_t> extents(static_cast<size_t>(ranks.size()));
-  int64_t own = shape[axis];
-  timed(sizeof own,
-        [&] { ranks.allgather(&own, extents.data(), std::vector<size_t>(extents.size(), sizeof own)); });
+  std::vector<int64_t> extents = blockExtents(shape[axis]);
   int64_t outer = 1, inner = static_cast<int64_t>(ir::dtypeSize(input.dtype())), total = 0;
   for (size_t i = 0; i < axis; ++i)
     outer *= shape[i];
@@ -123,6 +120,12 @@ const CollectiveStats &collectiveStats() {
   return stats;
 }
 
+void recordCollective(size_t bytes, double seconds) {
+  stats.calls += 1;
+  stats.bytes += bytes;
+  stats.seconds += seconds;
+}
+
 bool startedByMpirun() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMIX_RANK") != nullptr;
 }
@@ -147,6 +150,14 @@ std::pair<int64_t, int64_t> blockOf(int64_t n, int rank, int size) {
   int64_t base = n / size, extra = n % size, r = rank;
   int64_t begin = r * base + std::min(r, extra);
   return {begin, begin + base + (r < extra ? 1 : 0)};
+}
+
+std::vector<int64_t> blockExtents(int64_t own) {
+  Communicator &ranks = communicator();
+  std::vector<int64_t> extents(static_cast<size_t>(ranks.size()));
+  timed(sizeof own,
+        [&] { ranks.allgather(&own, extents.data(), std::vector<size_t>(extents.size(), sizeof own)); });
+  return extents;
 }
 
 Tensor ownBlock(const Tensor &tensor, size_t axis) {

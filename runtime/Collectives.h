@@ -53,9 +53,14 @@ bool startedByMpirun();
 /// started the process but MPI does not open.
 void openDistributed();
 const CollectiveStats &collectiveStats();
+/// Adds a collective run elsewhere (a device's) to collectiveStats.
+void recordCollective(size_t bytes, double seconds);
 
 /// Rank `rank`'s block of `n` elements split among `size` ranks, as [begin, end): np.array_split's part.
 std::pair<int64_t, int64_t> blockOf(int64_t n, int rank, int size);
+
+/// Every rank's extent of the axis an allgather joins, this rank's being `own` (a collective).
+std::vector<int64_t> blockExtents(int64_t own);
 
 /// This rank's block of `tensor` along `axis` (a view).
 Tensor ownBlock(const Tensor &tensor, size_t axis);

@@ -4,6 +4,7 @@
 #include "ir/ScalarGraph.h"
 #include "ir/SourceLoc.h"
 #include "runtime/ArgReduction.h"
+#include "runtime/Collectives.h"
 #include "runtime/DevicePlan.h"
 #include "runtime/FusedLaunch.h"
 #include "runtime/KernelSupport.h"
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -119,11 +121,82 @@ Tensor DeviceLayer::run(const ir::Node &node, const std::vector<Tensor> &argumen
     return index(node, inputs);
   case DeviceStep::Kind::Window:
     return window(node, inputs);
+  case DeviceStep::Kind::Collective:
+    return collective(op, inputs[0]);
   case DeviceStep::Kind::Loop:
     break; // the executor runs a loop's body step by step (Executor::runLoop)
   }
   TG_ASSERT(false) << "no device step for " << op.name();
   return {};
+}
+
+/// The seconds since `start` (on the host: a device's queued work may still run).
+static double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// allreduce, allgather, broadcast: on device memory where the device has collectives, else staged through
+/// host memory (the same numbers: the host's collectives are the same reductions in the same order).
+Tensor DeviceLayer::collective(const ir::Op &op, const Tensor &input) {
+  if (!collectivesOnDevice_) collectivesOnDevice_ = hasCollectives(noCollectives_);
+  ir::DType dtype = input.dtype();
+  if (!*collectivesOnDevice_) {
+    ++stagedCollectives_;
+    if (trace_) trace_->line(std::string("staged ") + op.name());
+    return upload(collectiveKernel(op, download(input)));
+  }
+  ++collectives_;
+  if (op.kind() != ir::OpKind::Allgather) {
+    Tensor result = allocate(dtype, input.shape());
+    copy(input, result);
+    size_t count = static_cast<size_t>(result.numElements());
+    if (trace_)
+      trace_->line(std::string(op.name()) + " " + ir::dtypeName(dtype) + " " + std::to_string(count));
+    auto start = std::chrono::steady_clock::now();
+    if (op.kind() == ir::OpKind::Allreduce)
+      allreduceOnDevice(addressOf(result), count, dtype, op.attrs().combine);
+    else
+      broadcastOnDevice(addressOf(result), byteSize(result));
+    recordCollective(byteSize(result), secondsSince(start));
+    return result;
+  }
+  // The gathered axis first, so that each rank's block lies in one piece; the result viewed back.
+  size_t axis = static_cast<size_t>(op.attrs().axes.at(0));
+  std::vector<int64_t> first{static_cast<int64_t>(axis)}, back(input.rank());
+  for (size_t i = 0; i < input.rank(); ++i)
+    if (i != axis) first.push_back(static_cast<int64_t>(i));
+  for (size_t i = 0; i < first.size(); ++i)
+    back[static_cast<size_t>(first[i])] = static_cast<int64_t>(i);
+  Tensor local = contiguous(axis == 0 ? input : input.permuted(first));
+  std::vector<int64_t> extents = blockExtents(local.shape()[0]);
+  int64_t rowBytes = static_cast<int64_t>(ir::dtypeSize(dtype)), total = 0;
+  for (size_t i = 1; i < local.rank(); ++i)
+    rowBytes *= local.shape()[i];
+  std::vector<size_t> counts;
+  for (int64_t extent : extents) {
+    counts.push_back(static_cast<size_t>(extent * rowBytes));
+    total += extent;
+  }
+  std::vector<int64_t> shape = local.shape();
+  shape[0] = total;
+  Tensor joined = allocate(dtype, shape);
+  if (trace_)
+    trace_->line(std::string("allgather ") + ir::dtypeName(dtype) + " " +
+                 std::to_string(joined.numElements()));
+  auto start = std::chrono::steady_clock::now();
+  allgatherOnDevice(addressOf(local), addressOf(joined), counts);
+  recordCollective(byteSize(joined), secondsSince(start));
+  return axis == 0 ? joined : joined.permuted(back);
+}
+
+void DeviceLayer::allreduceOnDevice(DeviceAddress, size_t, ir::DType, ir::OpKind) {
+  TG_ASSERT(false) << "a device without collectives was asked for an allreduce";
+}
+void DeviceLayer::broadcastOnDevice(DeviceAddress, size_t) {
+  TG_ASSERT(false) << "a device without collectives was asked for a broadcast";
+}
+void DeviceLayer::allgatherOnDevice(DeviceAddress, DeviceAddress, const std::vector<size_t> &) {
+  TG_ASSERT(false) << "a device without collectives was asked for an allgather";
 }
 
 void DeviceLayer::synchronize() {
@@ -135,6 +208,10 @@ std::string DeviceLayer::report() const {
   std::ostringstream text;
   text << name_ << ": " << launches_ << " kernel launches, " << gemms_ << " gemms, " << generatedMatmuls_
        << " generated matmuls";
+  if (collectives_) text << ", " << collectives_ << " collectives on the device";
+  if (stagedCollectives_)
+    text << ", " << stagedCollectives_ << " collectives staged through host memory (" << noCollectives_
+         << ")";
   if (std::string more = deviceReport(); !more.empty()) text << "; " << more;
   return text.str();
 }

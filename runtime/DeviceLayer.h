@@ -24,6 +24,9 @@
 //                                  y is moved channels first by a generated copy where it is read
 //   max_pool, max_pool_grad,       a generated window kernel, each output element from its windows
 //   max_pool_gather
+//   allreduce, allgather,          the device's collectives on device memory (NCCL on CUDA), the gathered
+//   broadcast                      axis moved first; staged through host memory where it has none
+//   shard                          a view of this rank's block
 //   gather, scatter_add,           the index kernels (codegen/Kernel.h): each index array made i64 and
 //   scatter_set, set_slice         contiguous by a generated kernel, its offsets added by the offsets kernel
 //                                  (an index out of range read back as an error), then the gather or the
@@ -48,7 +51,9 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace tg::runtime {
 
@@ -183,6 +188,22 @@ protected:
   /// What the device adds to report(): its own counters, or empty.
   virtual std::string deviceReport() const { return {}; }
 
+  // Collectives on device memory, between the ranks of a distributed run (runtime/Collectives.h): NCCL on
+  // CUDA, the run's communicator on the simulated device's memory. Where a device has none (CUDA without
+  // NCCL), the layer stages each collective through host memory instead.
+  /// Whether the collectives below run; false with `why` set (for report()) when they cannot.
+  virtual bool hasCollectives(std::string &why) {
+    why = "this device has no collectives";
+    return false;
+  }
+  /// `count` elements of `dtype` at `data`, combined in place across the ranks by `combine` (sum, prod, max,
+  /// min; of bools, max is `or` and min `and`).
+  virtual void allreduceOnDevice(DeviceAddress data, size_t count, ir::DType dtype, ir::OpKind combine);
+  /// Rank 0's `bytes` bytes at `data` to every rank's `data`.
+  virtual void broadcastOnDevice(DeviceAddress data, size_t bytes);
+  /// The ranks' blocks joined in rank order at `all`: rank r's `counts[r]` bytes (this rank's at `local`).
+  virtual void allgatherOnDevice(DeviceAddress local, DeviceAddress all, const std::vector<size_t> &counts);
+
 private:
   Tensor contiguous(const Tensor &tensor);
   Tensor elementwise(const ir::ScalarGraph &body, const std::vector<Tensor> &inputs,
@@ -200,6 +221,7 @@ private:
   void windowKernel(codegen::WindowKernel kind, const Geometry &g, const Tensor &out, const Tensor &input,
                     const Tensor &second = {});
   Tensor zeros(ir::DType dtype, const std::vector<int64_t> &shape);
+  Tensor collective(const ir::Op &op, const Tensor &input);
   struct PackedArgs;
   PackedArgs pack(const codegen::KernelArgs &args, const ir::ScalarGraph &body, bool strided);
   FusedKernelLaunch fusedLaunch(const codegen::KernelSpec &spec, const Grid &grid, int64_t count,
@@ -215,6 +237,9 @@ private:
   std::shared_ptr<DeviceTrace> trace_;
   unsigned multiprocessors_;
   size_t launches_ = 0, gemms_ = 0, generatedMatmuls_ = 0;
+  size_t collectives_ = 0, stagedCollectives_ = 0;
+  std::optional<bool> collectivesOnDevice_; // asked at the first collective
+  std::string noCollectives_;               // why not, when not
 };
 
 } // namespace tg::runtime

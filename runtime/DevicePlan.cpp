@@ -82,6 +82,12 @@ DeviceStep::Kind deviceStepKind(OpKind kind) {
   case OpKind::Concat:
   case OpKind::Stack:
     return Kind::Join;
+  case OpKind::Allreduce:
+  case OpKind::Allgather:
+  case OpKind::Broadcast:
+    return Kind::Collective;
+  case OpKind::Shard: // this rank's block: a view
+    return Kind::View;
   case OpKind::Gather:
   case OpKind::ScatterAdd:
   case OpKind::ScatterSet:

@@ -40,11 +40,13 @@ struct DeviceStep {
     Join,                // concat, stack: device-to-device copies of the parts
     Index,               // gather, scatter_add, scatter_set, set_slice: the offsets kernel per index array,
                          // then the index kernel of the op (codegen/Kernel.h); a scatter into a copy of x
-    Window, // conv, conv_transpose, conv_filter_grad: im2col or col2im (codegen/Kernel.h's window
-            // kernels) and a gemm per channel group; max_pool, max_pool_grad, max_pool_gather: their
-            // window kernel
-    Loop,   // scan: its body's own steps, once per step of the loop (the executor's, Executor::runLoop),
-            // and a device-to-device copy of each stacked value into its place
+    Window,     // conv, conv_transpose, conv_filter_grad: im2col or col2im (codegen/Kernel.h's window
+                // kernels) and a gemm per channel group; max_pool, max_pool_grad, max_pool_gather: their
+                // window kernel
+    Loop,       // scan: its body's own steps, once per step of the loop (the executor's, Executor::runLoop),
+                // and a device-to-device copy of each stacked value into its place
+    Collective, // allreduce, allgather, broadcast: the device's own collective on device memory (NCCL), or
+                // staged through host memory and the run's communicator
   };
   Kind kind;
   /// Kernel, Reduction, Fill, Broadcast: a device fused op whose body is the kernel's program (the node's own

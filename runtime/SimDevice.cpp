@@ -5,6 +5,7 @@
 #include "codegen/KernelSupply.h"
 #include "ir/SourceLoc.h"
 #include "runtime/Blas.h"
+#include "runtime/Collectives.h"
 #include "runtime/DeviceAllocator.h"
 #include "runtime/DeviceLayer.h"
 #include "runtime/WorkerPool.h"
@@ -84,6 +85,19 @@ private:
   }
   void copyOnDevice(DeviceAddress target, DeviceAddress source, size_t bytes) override {
     copy(pointer<void>(target), pointer<const void>(source), bytes);
+  }
+
+  // Collectives on the simulated device's memory, as NCCL works on a GPU's: the run's communicator reads and
+  // writes that memory itself (no staging through host buffers).
+  bool hasCollectives(std::string &) override { return true; }
+  void allreduceOnDevice(DeviceAddress data, size_t count, ir::DType dtype, ir::OpKind combine) override {
+    communicator().allreduce(pointer<void>(data), count, dtype, combine);
+  }
+  void broadcastOnDevice(DeviceAddress data, size_t bytes) override {
+    communicator().broadcast(pointer<void>(data), bytes, 0);
+  }
+  void allgatherOnDevice(DeviceAddress local, DeviceAddress all, const std::vector<size_t> &counts) override {
+    communicator().allgather(pointer<const void>(local), pointer<void>(all), counts);
   }
 
   /// A copy, split between the host's threads when large (as a GPU's copy engines and SMs move memory

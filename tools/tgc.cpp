@@ -585,9 +585,6 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
   for (const api::Port &param : program.params())
     if (const std::string *path = saved(param.name); path && first)
       io::saveNpy(*path, program.param(param.name).toData());
-  if (options.verbose && first && step > 0)
-    std::fprintf(stderr, "tgc: %ld steps: the first %.6f s, the others %.6f s each\n", step, firstStepSeconds,
-                 step > 1 ? laterStepsSeconds / static_cast<double>(step - 1) : 0.0);
   if (options.verbose && split) {
     // Every rank's line: how long each waited in collectives shows how evenly the work was split.
     const runtime::CollectiveStats &collectives = runtime::collectiveStats();
@@ -595,6 +592,9 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
                  collectives.calls, collectives.bytes, collectives.seconds);
   }
   if (options.verbose && first) {
+    if (step > 0)
+      std::fprintf(stderr, "tgc: %ld steps: the first %.6f s, the others %.6f s each\n", step,
+                   firstStepSeconds, step > 1 ? laterStepsSeconds / static_cast<double>(step - 1) : 0.0);
     runtime::TransferStats transfers = program.transfers();
     std::cerr << "tgc: transfers: " << transfers.toDevice << " to the device, " << transfers.toHost
               << " to the host, " << transfers.bytes << " bytes\n";

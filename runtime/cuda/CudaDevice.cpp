@@ -6,6 +6,7 @@
 #include "runtime/DeviceLayer.h"
 #include "runtime/cuda/Cublas.h"
 #include "runtime/cuda/Driver.h"
+#include "runtime/cuda/Nccl.h"
 
 #include <algorithm>
 #include <chrono>
@@ -125,6 +126,7 @@ public:
       driver.api().cuEventDestroy(staging.event);
     }
     cublas_.reset();
+    nccl_.reset();
     for (CUmodule module : modules_)
       driver.api().cuModuleUnload(module);
   }
@@ -231,6 +233,23 @@ private:
     launchOnGrid(kernel, launch.grid, &launch.args, sizeof launch.args);
   }
 
+  /// NCCL, opened at the first collective (only a distributed run has any); without it the layer stages.
+  bool hasCollectives(std::string &why) override {
+    if (!ncclTried_) {
+      ncclTried_ = true;
+      nccl_ = Nccl::open(context_->stream, ncclMissing_);
+    }
+    why = ncclMissing_;
+    return nccl_ != nullptr;
+  }
+  void allreduceOnDevice(DeviceAddress data, size_t count, ir::DType dtype, ir::OpKind combine) override {
+    nccl_->allreduce(data, count, dtype, combine);
+  }
+  void broadcastOnDevice(DeviceAddress data, size_t bytes) override { nccl_->broadcast(data, bytes); }
+  void allgatherOnDevice(DeviceAddress local, DeviceAddress all, const std::vector<size_t> &counts) override {
+    nccl_->allgather(local, all, counts);
+  }
+
   bool hasGemm(ir::DType dtype) const override {
     return cublas_ && (dtype == ir::DType::F32 || dtype == ir::DType::F64);
   }
@@ -326,6 +345,9 @@ private:
   std::string arch_;
   std::unique_ptr<Cublas> cublas_;
   std::string cublasMissing_; // why there is no cuBLAS
+  std::unique_ptr<Nccl> nccl_;
+  std::string ncclMissing_; // why there is no NCCL
+  bool ncclTried_ = false;
   std::map<std::string, CUfunction> functions_;
   std::vector<CUmodule> modules_;
   std::vector<Staging> staging_;

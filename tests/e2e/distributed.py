@@ -9,10 +9,12 @@ within relative 1e-4 (the ranks sum in another order: training for a hundred ste
 1e-6, while after some hundreds of the MLP's steps at rate 1 it has grown to 1e-4). Then the MLP example's
 documented run, 2000 steps on 2 ranks, prints the single run's losses within relative 1e-3, and logreg
 trained from Python (tgc.compile under mpirun, each rank stepping on tgc.block of the data) ends with the
-single process's params. A rank that dies or hangs ends the run with an error naming it. Skipped (exit 77)
-where mpirun is not installed.
+single process's params. A rank that dies or hangs ends the run with an error naming it. On CUDA (the fake
+driver) the collectives go through NCCL (a fake one on MPI), or are staged through host memory without it.
+Skipped (exit 77) where mpirun is not installed.
 
   /usr/bin/python3 tests/e2e/distributed.py --tgc build/tgc [--ranks 2 3] [--only NAME]
+      [--fake-cuda build/tests/libtgc_fake_cuda.so --fake-nccl build/tests/libtgc_fake_nccl.so]
 """
 import argparse
 import os
@@ -254,6 +256,34 @@ def faults_reported(tgc, tmp):
     return ok
 
 
+def nccl_used(tgc, fake_cuda, fake_nccl, tmp):
+    """On CUDA (the fake driver, whose kernels compute nothing) the collectives go to NCCL (a fake one on MPI):
+    rank 0 makes the unique id, every rank joins the communicator and the allreduces are NCCL's; with
+    TGC_NCCL=none they are staged through host memory, and -v says why."""
+    log = os.path.join(tmp, "nccl.log")
+    command = mpirun(2) + ["-x", "TGC_CUDA_DRIVER", "-x", "TGC_NCCL", "-x", "TGC_FAKE_NCCL_LOG", tgc, "run",
+                           os.path.join(ROOT, "examples", "logreg.tg"), "--in", "X=" + os.path.join(DATA, "logreg_X.npy"),
+                           "--in", "y=" + os.path.join(DATA, "logreg_y.npy"), "--steps", "3", "--device", "cuda", "-v"]
+    problems = []
+    for nccl, expected in [(fake_nccl, "collectives on the device"),
+                           ("none", "collectives staged through host memory (NCCL turned off by TGC_NCCL=none)")]:
+        env = dict(os.environ, TGC_CUDA_DRIVER=fake_cuda, TGC_NCCL=nccl, TGC_FAKE_NCCL_LOG=log)
+        result = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+        if result.returncode != 0 or expected not in result.stderr:
+            problems.append(f"TGC_NCCL={nccl}: exit {result.returncode}, no '{expected}' in\n{result.stderr}")
+    calls = open(log).read() if os.path.exists(log) else ""
+    for line in ["ncclGetUniqueId", "ncclCommInitRank rank 0 of 2: fake nccl id", "ncclCommInitRank rank 1 of 2: fake nccl id",
+                 "ncclAllReduce"]:
+        if line not in calls:
+            problems.append(f"the fake NCCL's log has no '{line}':\n{calls}")
+    if calls.count("ncclGetUniqueId") != 1:
+        problems.append(f"{calls.count('ncclGetUniqueId')} unique ids made, not 1 (rank 0's)")
+    print(f"{'FAIL' if problems else 'ok'} nccl: collectives on CUDA memory through NCCL, else staged")
+    for problem in problems:
+        print("    " + problem)
+    return not problems
+
+
 def printed_losses_match(tgc, ranks):
     """examples/mlp.tg's documented run prints the same losses on `ranks` ranks as alone."""
     command = [tgc, "run", os.path.join(ROOT, "examples", "mlp.tg"), "--in", "X=" + os.path.join(DATA, "spiral_X.npy"),
@@ -272,6 +302,8 @@ def main():
     parser.add_argument("--tgc", required=True)
     parser.add_argument("--ranks", type=int, nargs="+", default=[2, 3])
     parser.add_argument("--only")
+    parser.add_argument("--fake-cuda", help="tests/fake_cuda's driver (the NCCL test runs with it)")
+    parser.add_argument("--fake-nccl", help="tests/fake_cuda's NCCL")
     args = parser.parse_args()
     if not shutil.which("mpirun"):
         print("SKIP: mpirun is not installed (Debian's openmpi-bin)")
@@ -321,6 +353,8 @@ def main():
             failures += not python_matches(tgc, args.ranks[-1], tmp)
         if not args.only or args.only == "faults":
             failures += not faults_reported(tgc, tmp)
+        if args.fake_cuda and args.fake_nccl and (not args.only or args.only == "nccl"):
+            failures += not nccl_used(tgc, os.path.abspath(args.fake_cuda), os.path.abspath(args.fake_nccl), tmp)
     if not args.only or args.only == "mlp printed":
         failures += not printed_losses_match(tgc, args.ranks[0])
     if failures:

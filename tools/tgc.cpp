@@ -588,13 +588,18 @@ int run(const Options &options, frontend::DiagnosticEngine &diags) {
   if (options.verbose && split) {
     // Every rank's line: how long each waited in collectives shows how evenly the work was split.
     const runtime::CollectiveStats &collectives = runtime::collectiveStats();
-    std::fprintf(stderr, "tgc: rank %d: collectives: %zu calls, %zu bytes, %.6f s\n", ranks.rank,
-                 collectives.calls, collectives.bytes, collectives.seconds);
+    char line[160];
+    std::snprintf(line, sizeof line, "tgc: rank %d: collectives: %zu calls, %zu bytes, %.6f s\n", ranks.rank,
+                  collectives.calls, collectives.bytes, collectives.seconds);
+    std::cerr << line;
   }
   if (options.verbose && first) {
-    if (step > 0)
-      std::fprintf(stderr, "tgc: %ld steps: the first %.6f s, the others %.6f s each\n", step,
-                   firstStepSeconds, step > 1 ? laterStepsSeconds / static_cast<double>(step - 1) : 0.0);
+    if (step > 0) { // through std::cerr, which flushes the outputs printed before it
+      char line[160];
+      std::snprintf(line, sizeof line, "tgc: %ld steps: the first %.6f s, the others %.6f s each\n", step,
+                    firstStepSeconds, step > 1 ? laterStepsSeconds / static_cast<double>(step - 1) : 0.0);
+      std::cerr << line;
+    }
     runtime::TransferStats transfers = program.transfers();
     std::cerr << "tgc: transfers: " << transfers.toDevice << " to the device, " << transfers.toHost
               << " to the host, " << transfers.bytes << " bytes\n";

@@ -11,7 +11,8 @@ documented run, 2000 steps on 2 ranks, prints the single run's losses within rel
 trained from Python (tgc.compile under mpirun, each rank stepping on tgc.block of the data) ends with the
 single process's params. A rank that dies or hangs ends the run with an error naming it. On CUDA (the fake
 driver) the collectives go through NCCL (a fake one on MPI), or are staged through host memory without it.
-Skipped (exit 77) where mpirun is not installed.
+As root, two hosts on one machine (network namespaces joined by a veth pair, Open MPI over TCP) train the MLP
+to the single process's losses. Skipped (exit 77) where mpirun is not installed.
 
   /usr/bin/python3 tests/e2e/distributed.py --tgc build/tgc [--ranks 2 3] [--only NAME]
       [--fake-cuda build/tests/libtgc_fake_cuda.so --fake-nccl build/tests/libtgc_fake_nccl.so]
@@ -284,6 +285,70 @@ def nccl_used(tgc, fake_cuda, fake_nccl, tmp):
     return not problems
 
 
+NETNS_AGENT = """#!/bin/sh
+# Open MPI's launcher agent (in place of ssh): runs the command on host $1, an address, in the network
+# namespace that holds it.
+host=$1; shift
+case "$host" in
+  10.77.0.1) exec ip netns exec {a} sh -c "$*" ;;
+  10.77.0.2) exec ip netns exec {b} sh -c "$*" ;;
+esac
+echo "no namespace holds $host" >&2
+exit 1
+"""
+
+
+def two_hosts_match(tgc, tmp):
+    """Two hosts on one machine: network namespaces joined by a veth pair, 10.77.0.1 and 10.77.0.2, one rank
+    in each, Open MPI over TCP between them (its launcher entering the other namespace instead of ssh). The
+    MLP trains to the single process's losses. Needs root and iproute2's ip; skipped otherwise."""
+    if os.geteuid() != 0 or not shutil.which("ip"):
+        print("SKIP two hosts: network namespaces need root and iproute2's ip")
+        return True
+    a, b = f"tgc_a{os.getpid()}", f"tgc_b{os.getpid()}"
+    veth = f"tgcv{os.getpid() % 100000}"
+    setup = [["ip", "netns", "add", a], ["ip", "netns", "add", b],
+             ["ip", "link", "add", veth + "a", "type", "veth", "peer", "name", veth + "b"],
+             ["ip", "link", "set", veth + "a", "netns", a], ["ip", "link", "set", veth + "b", "netns", b],
+             ["ip", "netns", "exec", a, "ip", "addr", "add", "10.77.0.1/24", "dev", veth + "a"],
+             ["ip", "netns", "exec", b, "ip", "addr", "add", "10.77.0.2/24", "dev", veth + "b"]]
+    for ns, link in ((a, veth + "a"), (b, veth + "b")):
+        setup += [["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"],
+                  ["ip", "netns", "exec", ns, "ip", "link", "set", link, "up"]]
+    agent = os.path.join(tmp, "netns_agent.sh")
+    with open(agent, "w") as f:
+        f.write(NETNS_AGENT.format(a=a, b=b))
+    os.chmod(agent, 0o755)
+    command = [tgc, "run", os.path.join(ROOT, "examples", "mlp.tg"), "--in", "X=" + os.path.join(DATA, "spiral_X.npy"),
+               "--in", "labels=" + os.path.join(DATA, "spiral_y.npy"), "--steps", "300", "--print-every", "100"]
+    try:
+        for step in setup:
+            made = subprocess.run(step, capture_output=True, text=True)
+            if made.returncode != 0:
+                print(f"SKIP two hosts: cannot make the namespaces ({' '.join(step)}: {made.stderr.strip()})")
+                return True
+        alone = run(command, "two hosts: alone").stdout
+        where = run(["ip", "netns", "exec", a, "mpirun", "-np", "2", "--host", "10.77.0.1,10.77.0.2",
+                     "--allow-run-as-root", "--mca", "plm_rsh_agent", agent, "--mca", "btl", "tcp,self",
+                     "--mca", "btl_tcp_if_include", "10.77.0.0/24", "--mca", "oob_tcp_if_include", "10.77.0.0/24",
+                     "sh", "-c", "echo rank $OMPI_COMM_WORLD_RANK in $(ip netns identify $$)"], "two hosts: where").stdout
+        split = run(["ip", "netns", "exec", a, "mpirun", "-np", "2", "--host", "10.77.0.1,10.77.0.2",
+                     "--allow-run-as-root", "--mca", "plm_rsh_agent", agent, "--mca", "btl", "tcp,self",
+                     "--mca", "btl_tcp_if_include", "10.77.0.0/24", "--mca", "oob_tcp_if_include", "10.77.0.0/24"]
+                    + command, "two hosts").stdout
+    finally:
+        for ns in (a, b):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    placed = f"rank 0 in {a}" in where and f"rank 1 in {b}" in where
+    same = numcheck.text_matches(alone, split, rtol=1e-4, atol=1e-6)
+    print(f"{'ok' if same and placed else 'FAIL'} two hosts: 2 ranks in two network namespaces over TCP")
+    if not placed:
+        print("the ranks ran in\n" + where)
+    if not same:
+        print("alone:\n" + alone + "two hosts:\n" + split)
+    return same and placed
+
+
 def printed_losses_match(tgc, ranks):
     """examples/mlp.tg's documented run prints the same losses on `ranks` ranks as alone."""
     command = [tgc, "run", os.path.join(ROOT, "examples", "mlp.tg"), "--in", "X=" + os.path.join(DATA, "spiral_X.npy"),
@@ -353,6 +418,8 @@ def main():
             failures += not python_matches(tgc, args.ranks[-1], tmp)
         if not args.only or args.only == "faults":
             failures += not faults_reported(tgc, tmp)
+        if not args.only or args.only == "two hosts":
+            failures += not two_hosts_match(tgc, tmp)
         if args.fake_cuda and args.fake_nccl and (not args.only or args.only == "nccl"):
             failures += not nccl_used(tgc, os.path.abspath(args.fake_cuda), os.path.abspath(args.fake_nccl), tmp)
     if not args.only or args.only == "mlp printed":

@@ -7,7 +7,8 @@ Blocks are fenced with a language, and may follow directives in HTML comments, w
             fail with exit code 1 and a located message; otherwise it must compile (`tgc compile --emit=opt`).
             After `<!-- file: PATH -->` it must also be the text of that file of the repository.
   console   `$ COMMAND` lines run in the repository root with bash (tgc, and the python3 running this check, first
-            on the PATH), each followed by the output it must print (standard output and error together).
+            on the PATH; mpirun allowed to run as root), each followed by the output it must print (standard
+            output and error together).
   repl      `tg> ` and `... ` lines are typed into `tgc repl --device=cpu`; the other lines are its output. The
             REPL blocks of one page are one session: each block is checked after the ones before it.
   pycon     `>>> ` and `... ` lines (a bare `...` ends an indented block) are typed into Python with the tgc
@@ -149,6 +150,10 @@ def run_console(tgc, lines, tolerance):
     folders = [os.path.dirname(os.path.abspath(tgc)), os.path.dirname(sys.executable), os.environ["PATH"]]
     # The Python module's warning about OpenBLAS's kernels depends on the machine, not on the page.
     environment = dict(os.environ, PATH=os.pathsep.join(folders), PYTHONWARNINGS="ignore:OpenBLAS:RuntimeWarning")
+    # mpirun (docs/distributed.md) as CI runs it: as root, which Open MPI refuses unless told, on however few
+    # cores, and in a container that may forbid shared memory's single-copy mechanism.
+    environment.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                       OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_btl_vader_single_copy_mechanism="none")
     for command, expected in commands:
         if needs_libdevice(command):
             print("  skipped (no libdevice): %s" % command)

@@ -217,31 +217,43 @@ private:
     }
   }
 
-  /// Operands broadcast together (right-aligned) to `rank` axes, the result split along the first split
-  /// operand's axis: another operand split elsewhere is made whole, a whole one spanning that axis cut.
-  /// `exempt` (an operand index, or -1) reads that axis whole: it is never cut there, and is made whole when
-  /// split along it.
+  /// Operands from `begin` on placed in one shape: `there(i, axis)` is the place of operand i's axis in it,
+  /// `back(i, place)` operand i's axis at a place (-1 where it has none). The first split operand's place is
+  /// where the shape is split; an operand split elsewhere is made whole, and a whole one spanning that place
+  /// is cut there. Returns the place, kWhole when no operand is split.
+  template <typename There, typename Back>
+  int agree(std::vector<Part> &in, size_t begin, There there, Back back) {
+    int target = kWhole;
+    for (size_t i = begin; i < in.size(); ++i) {
+      if (in[i].axis == kWhole) continue;
+      int place = there(i, in[i].axis);
+      if (target == kWhole)
+        target = place;
+      else if (place != target)
+        in[i] = made(in[i]);
+    }
+    if (target == kWhole) return kWhole;
+    for (size_t i = begin; i < in.size(); ++i) {
+      int axis = back(i, target);
+      if (in[i].axis == kWhole && axis >= 0 && !in[i].value->type().shape[axis].isOne())
+        in[i] = {block(in[i].value, axis), axis};
+    }
+    return target;
+  }
+
+  /// Operands broadcast together (right-aligned) to `rank` axes, the result split where they agree (above).
+  /// `exempt` (an operand index, or -1) reads its axis `exemptAxis` whole: it is never cut there, and is
+  /// made whole when split along it.
   std::vector<Part> aligned(Node &node, std::vector<Part> in, int rank, int exempt = -1,
                             int exemptAxis = -1) {
     if (exempt >= 0 && in[exempt].axis == exemptAxis) in[exempt] = made(in[exempt]);
-    int target = kWhole;
-    for (Part &part : in) {
-      if (part.axis == kWhole) continue;
-      int axis = part.axis + rank - rankOf(part.value);
-      if (target == kWhole)
-        target = axis;
-      else if (axis != target)
-        part = made(part);
-    }
-    if (target == kWhole) return keep(node, in, kWhole);
-    for (size_t i = 0; i < in.size(); ++i) {
-      Part &part = in[i];
-      if (part.axis != kWhole) continue;
-      int axis = target - (rank - rankOf(part.value));
-      if (axis < 0 || part.value->type().shape[axis].isOne()) continue;
-      if (static_cast<int>(i) == exempt && axis == exemptAxis) continue;
-      part = {block(part.value, axis), axis};
-    }
+    auto lead = [&](size_t i) { return rank - rankOf(in[i].value); };
+    int target = agree(
+        in, 0, [&](size_t i, int axis) { return axis + lead(i); },
+        [&](size_t i, int place) {
+          int axis = place - lead(i);
+          return static_cast<int>(i) == exempt && axis == exemptAxis ? -1 : axis;
+        });
     return keep(node, in, target);
   }
 
@@ -426,23 +438,11 @@ private:
       return keep(node, in, axis);
     }
     // The indices broadcast together: split along one of their axes.
-    int target = kWhole;
-    for (size_t i = 1; i < in.size(); ++i) {
-      Part &part = in[i];
-      if (part.axis == kWhole) continue;
-      int axis = part.axis + indexRank - rankOf(part.value);
-      if (target == kWhole)
-        target = axis;
-      else if (axis != target)
-        part = made(part);
-    }
-    for (size_t i = 1; i < in.size(); ++i) {
-      Part &part = in[i];
-      int axis = target - (indexRank - rankOf(part.value));
-      if (part.axis == kWhole && axis >= 0 && !part.value->type().shape[axis].isOne())
-        part = {block(part.value, axis), axis};
-    }
-    return keep(node, in, first + target);
+    auto lead = [&](size_t i) { return indexRank - rankOf(in[i].value); };
+    int target = agree(
+        in, 1, [&](size_t i, int axis) { return axis + lead(i); },
+        [&](size_t i, int place) { return place - lead(i); });
+    return keep(node, in, target == kWhole ? kWhole : first + target);
   }
 
   /// gather(x, i, ...) or scatter_add(x, update, i, ...) with x split along axis 0 and i the row numbers of
@@ -492,24 +492,13 @@ private:
     auto fromSelected = [&](size_t operand, int axis) {
       int rank = rankOf(in[operand].value);
       int own = operand == 1 ? axis - (selected - rank) : axis - first - (indexRank - rank);
-      return own >= 0 && own < rank ? own : -1;
+      bool inRegion = attrs.keepdims || (axis >= first && axis < first + indexRank);
+      return own >= 0 && own < rank && inRegion ? own : -1;
     };
-    int target = kWhole;
-    for (size_t i = 1; i < in.size(); ++i) {
-      if (in[i].axis == kWhole) continue;
-      int axis = toSelected(i, in[i].axis);
-      if (target == kWhole)
-        target = axis;
-      else if (axis != target)
-        in[i] = made(in[i]);
-    }
+    std::vector<Part> given = in;
+    int target = agree(in, 1, toSelected, fromSelected);
     if (!attrs.keepdims && (target < first || target >= first + indexRank))
-      return gathered(node, std::move(in)); // split along an axis of x's own
-    for (size_t i = 1; i < in.size(); ++i) {
-      int axis = fromSelected(i, target);
-      if (in[i].axis == kWhole && axis >= 0 && !in[i].value->type().shape[axis].isOne())
-        in[i] = {block(in[i].value, axis), axis};
-    }
+      return gathered(node, std::move(given)); // split along an axis of x's own
     Value *x = in[0].value;
     in[0] = {add(OpKind::ZerosLike, {}, {x}), kWhole};
     Value *partial = allreduce(emit(node, in)->output(), OpKind::Sum);

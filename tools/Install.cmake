@@ -8,6 +8,7 @@
 #                                include, under P/include/tgc/ as in the source tree
 #   P/lib/libtgc.so              tgc's libraries (tg_api and all below it), exporting tg:: only
 #   P/lib/libtgc_aot_runtime.a   the runtime that libraries made by tgc compile --emit=lib link
+#   P/lib/libtgc_mpi.so          what a run under mpirun loads (runtime/mpi/), linked with the machine's MPI
 #   P/lib/cmake/tgc/             tgcConfig.cmake (the imported target tgc::tgc; tgc_add_library(NAME SCRIPT):
 #                                a script compiled ahead of time at build time, as tgc::NAME) and its version
 #   P/lib/*.so*                  every library those load but the base system's (LLVM, ANTLR's runtime,
@@ -43,6 +44,9 @@ install(RUNTIME_DEPENDENCY_SET tgc_dependencies
         DIRECTORIES ${LLVM_LIBRARY_DIR}
         LIBRARY DESTINATION lib)
 install(FILES ${CMAKE_BINARY_DIR}/lib/libtgc_aot_runtime.a DESTINATION lib)
+# The MPI of a run under mpirun is the machine's own (the one its mpirun belongs to): the plugin goes in the
+# prefix, the MPI libraries it links do not.
+install(TARGETS tgc_mpi LIBRARY DESTINATION lib)
 
 # The headers of the library API: those api/Api.h, api/Library.h, io/Npy.h and runtime/Print.h include
 # (tests/e2e/cmake_package.py compiles examples/embed against them).

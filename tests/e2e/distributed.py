@@ -40,6 +40,7 @@ input W : f32[4, 3]
 input labels : i64[n]
 input words : i64[n, 2]
 input E : f32[10, 3]
+input T : f32[3, n]
 
 # elementwise and row-wise work stays local; a whole operand spanning the axis is cut
 let rows = sum(X * X[:, 0:1], axis=1)
@@ -88,10 +89,14 @@ let twoCols = take(X, [0, 2], axis=1)
 let counts = inc_subtensor(zeros_like(E)[words], 1.0)
 # random numbers of the split shape: each element the single process's
 let noise = rand([n, 2], seed=7) + X[:, 0:2]
+# split along axis 1: indexed there (gathered), reduced there, contracted
+let pickT = T[:, [0, 2]]
+let rowsT = sum(T, axis=1)
+let TX = T @ X
 
 output rows, withWhole, colsum, total, colmean, top, low, pr, anyBig, allSmall, size, avg, arg, argflat
 output sorted0, sorted1, order1, run0, run1, h, g, mv, vm, bat, cube, flat, t, cols, head, e, st, down
-output across, picked, emb, along, byLabel, twoCols, counts, noise
+output across, picked, emb, along, byLabel, twoCols, counts, noise, pickT, rowsT, TX
 """
 
 CONV = """
@@ -122,6 +127,7 @@ def rules_inputs(rng, n):
         "labels": rng.integers(0, 4, n).astype(np.int64),
         "words": rng.integers(0, 10, (n, 2)).astype(np.int64),
         "E": rng.standard_normal((10, 3)).astype(np.float32),
+        "T": rng.standard_normal((3, n)).astype(np.float32),
     }
 
 

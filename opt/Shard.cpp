@@ -1,6 +1,7 @@
 #include "opt/Shard.h"
 
 #include "ir/Assert.h"
+#include "ir/Loop.h"
 #include "ir/TensorData.h"
 
 #include <algorithm>
@@ -38,7 +39,9 @@ public:
   Sharder(Graph &graph, std::string dimension, PassProfile &profile)
       : graph_(graph), dimension_(std::move(dimension)), profile_(profile) {}
 
-  void run() {
+  /// Splits the graph; its outputs split along the dimension are gathered whole, unless `gatherOutputs` is
+  /// false (a loop's body: its carries stay split), and returns each output's part.
+  std::vector<Part> run(bool gatherOutputs = true) {
     Dim split = Dim::named(dimension_);
     for (Value *input : graph_.inputs()) {
       const ir::Shape &shape = input->type().shape;
@@ -55,11 +58,15 @@ public:
       for (size_t k = 0; k < out.size(); ++k)
         parts_[node->outputs()[k]] = out[k];
     }
+    std::vector<Part> outputs;
     for (size_t i = 0; i < graph_.outputs().size(); ++i) {
-      Value *result = whole(partOf(graph_.outputs()[i]));
-      if (result != graph_.outputs()[i]) graph_.setOutput(i, result);
+      Part part = partOf(graph_.outputs()[i]);
+      if (gatherOutputs) part = made(part);
+      if (part.value != graph_.outputs()[i]) graph_.setOutput(i, part.value);
+      outputs.push_back(part);
     }
     bucketAllreduces();
+    return outputs;
   }
 
 private:
@@ -212,7 +219,9 @@ private:
     case OpKind::MaxPoolGather:
     case OpKind::ConvFilterGrad:
       return window(node, std::move(in));
-    default: // scatter_set, set_slice, a loop and the rest: on whole operands
+    case OpKind::Scan:
+      return scan(node, std::move(in));
+    default: // scatter_set, set_slice and the rest: on whole operands
       return gathered(node, std::move(in));
     }
   }
@@ -503,6 +512,48 @@ private:
     in[0] = {add(OpKind::ZerosLike, {}, {x}), kWhole};
     Value *partial = allreduce(emit(node, in)->output(), OpKind::Sum);
     return {{add(OpKind::Add, {}, {x, partial}), kWhole}};
+  }
+
+  /// A scan whose body works on rows of the split dimension (an RNN over a batch): the body, split as a graph
+  /// of its own, takes each input with the dimension split along the first axis that has it (a sequence:
+  /// the axis after its steps'), and the operands are cut to that; a carry must come out of a step split as
+  /// it came in. Otherwise (a carry that a step would make whole, or a loop over the split dimension
+  /// itself) the loop runs whole on every rank, its operands gathered.
+  std::vector<Part> scan(Node &node, std::vector<Part> in) {
+    const ir::Loop &loop = *node.op().attrs().loop;
+    std::shared_ptr<ir::Loop> split = ir::copyLoop(loop);
+    Graph &body = split->body.graph;
+    auto firstSplitAxis = [&](const ir::TensorType &type) {
+      auto at = std::find(type.shape.begin(), type.shape.end(), Dim::named(dimension_));
+      return at == type.shape.end() ? kWhole : static_cast<int>(at - type.shape.begin());
+    };
+    PassProfile inner;
+    std::vector<Part> outputs = Sharder(body, dimension_, inner).run(/*gatherOutputs=*/false);
+    for (size_t c = 0; c < loop.carries; ++c)
+      if (outputs[c].axis != firstSplitAxis(body.inputs()[c]->type())) return gathered(node, std::move(in));
+    body.removeDeadNodes();
+    split->body.syncWithGraph();
+    for (const auto &[name, count] : inner.details)
+      profile_.details[name] += count;
+    for (size_t i = 0; i < in.size(); ++i) {
+      int wanted = firstSplitAxis(body.inputs()[i]->type());
+      if (wanted != kWhole && i >= loop.carries && i < loop.carries + loop.sequences) ++wanted; // its slices'
+      if (in[i].axis == wanted) continue;
+      in[i] = made(in[i]);
+      if (wanted != kWhole) in[i] = {block(in[i].value, wanted), wanted};
+    }
+    std::vector<Value *> values;
+    for (const Part &part : in)
+      values.push_back(part.value);
+    Node *rebuilt = ir::rebuildScan(graph_, node, split, values);
+    std::vector<Part> parts;
+    for (size_t k = 0; k < rebuilt->outputs().size(); ++k) {
+      // Carries give their last value, or their stack; results their stack ([steps] + the value's shape).
+      bool stacked = k >= loop.carries || loop.stacked[k];
+      int axis = outputs[k].axis == kWhole ? kWhole : outputs[k].axis + (stacked ? 1 : 0);
+      parts.push_back({rebuilt->outputs()[k], axis});
+    }
+    return parts;
   }
 
   /// Convolution and pooling split along the batch (axis 0 of their activations; filters are whole):

@@ -10,8 +10,10 @@
 //     any and all directly; mean as a sum over a count, both across the ranks; a product that contracts the
 //     axis (transpose(X) @ G, a gradient's sum) and conv_filter_grad likewise; dim_size counts every rank's
 //     block;
+//   - a loop over the rows of the split dimension (an RNN over a batch) runs split, its body split as a
+//     graph of its own;
 //   - an op that needs the whole axis and is no reduction (argmax along it, a sort or cumsum along it, a
-//     reshape that merges it, indexing into it, a loop) gets its operands whole first (allgather);
+//     reshape that merges it, indexing into it, a loop over it) gets its operands whole first (allgather);
 //   - arange, rand and randn of the axis's length are made whole, every element the one a single process
 //     makes (arange's length gathered without its data), and cut where they meet split values;
 //   - outputs split along the axis are gathered whole.

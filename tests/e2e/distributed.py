@@ -118,6 +118,30 @@ update v = v - 0.5 * gv
 output loss, y
 """
 
+RNN = """
+input xs : f32[n, 6, 3]
+param Wx : f32[3, 4] = randn([3, 4], seed=1) * 0.5
+param Wh : f32[4, 4] = randn([4, 4], seed=2) * 0.5
+def step(h, x) = tanh(x @ Wx + h @ Wh)
+# a loop over the batch's rows: each rank steps its own rows (and its gradient, a reverse loop, likewise)
+let hs = scan(step, zeros([n, 4]), transpose(xs, [1, 0, 2]))
+# a carry reducing over the batch inside the loop: summed across the ranks at every step
+def total(s, x) = s + sum(x, axis=0)
+let sums = scan(total, zeros([3]), transpose(xs, [1, 0, 2]))
+# a loop over the split dimension itself: it runs whole
+def running(s, x) = s + x
+let along = scan(running, zeros([6, 3]), xs)
+let loss = mean(hs[-1] ** 2)
+let gWx, gWh = grad(loss, Wx, Wh)
+update Wx = Wx - 0.5 * gWx
+update Wh = Wh - 0.5 * gWh
+output loss, hs, sums, along
+"""
+
+
+def rnn_inputs(rng, n):
+    return {"xs": rng.standard_normal((n, 6, 3)).astype(np.float32)}
+
 
 def rules_inputs(rng, n):
     return {
@@ -146,6 +170,7 @@ RULE_OUTPUTS = [name.strip() for line in RULES.splitlines() if line.startswith("
 CASES = [
     ("rules", RULES, (rules_inputs, 11), RULE_OUTPUTS, []),
     ("conv", CONV, (conv_inputs, 7), ["loss", "y", "w", "b", "v"], ["--steps", "5"]),
+    ("rnn", RNN, (rnn_inputs, 7), ["loss", "hs", "sums", "along", "Wx", "Wh"], ["--steps", "5"]),
     ("mlp", "mlp.tg", ["X=spiral_X.npy", "labels=spiral_y.npy"], ["loss", "accuracy", "W1", "b2"],
      ["--steps", "100"]),
     ("logreg batches", "logreg.tg", ["X=logreg_X.npy", "y=logreg_y.npy"], ["loss", "w", "b"],

@@ -5,6 +5,7 @@
 #include "ir/TensorData.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -288,9 +289,10 @@ private:
     switch (kind) {
     case OpKind::Sum:
     case OpKind::Prod:
+      return {{allreduce(emit(node, in)->output(), kind), kWhole}};
     case OpKind::Max:
     case OpKind::Min:
-      return {{allreduce(emit(node, in)->output(), kind), kWhole}};
+      return {{extreme(emit(node, in)->output(), kind), kWhole}};
     case OpKind::Any:
       return {{allreduce(emit(node, in)->output(), OpKind::Max), kWhole}};
     case OpKind::All:
@@ -300,6 +302,17 @@ private:
     default: // argmax, argmin along the split axis
       return gathered(node, std::move(in));
     }
+  }
+
+  /// The ranks' max or min of `local`. A NaN wins, as in tgc's max and min (MPI's and NCCL's skip it): where
+  /// any rank's is NaN, the result is.
+  Value *extreme(Value *local, OpKind kind) {
+    Value *reduced = allreduce(local, kind);
+    ir::DType dtype = local->type().dtype;
+    if (!ir::isFloat(dtype)) return reduced;
+    Value *anyNan = allreduce(add(OpKind::Ne, {}, {local, local}), OpKind::Max);
+    Value *nan = graph_.addConstant(ir::TensorData::scalar(dtype, std::numeric_limits<double>::quiet_NaN()));
+    return add(OpKind::Where, {}, {anyNan, nan, reduced});
   }
 
   /// mean over axes that include the split one: every rank's sum over every rank's count.
@@ -375,8 +388,8 @@ private:
     return keep(node, in, splitAt);
   }
 
-  /// A reshape keeps the split when the axis comes through unchanged: the same symbolic size, after axes of
-  /// the same static product.
+  /// A reshape keeps the split when the axis comes through unchanged: the split dimension, after axes of the
+  /// same static product.
   std::vector<Part> reshape(Node &node, std::vector<Part> in) {
     const ir::Shape &from = in[0].value->type().shape, &to = node.output()->type().shape;
     auto staticProduct = [](const ir::Shape &shape, size_t end) -> std::optional<int64_t> {
@@ -387,9 +400,12 @@ private:
       }
       return product;
     };
+    // The split axis must be the symbolic one: a static size there (n unified with a param's 11) is the
+    // whole size, which the reshape's own shape then states.
+    Dim split = Dim::named(dimension_);
     auto before = staticProduct(from, static_cast<size_t>(in[0].axis));
     for (size_t axis = 0; axis < to.size(); ++axis)
-      if (to[axis] == from[in[0].axis] && before && staticProduct(to, axis) == before)
+      if (from[in[0].axis] == split && to[axis] == split && before && staticProduct(to, axis) == before)
         return keep(node, in, static_cast<int>(axis));
     return gathered(node, std::move(in));
   }
@@ -483,16 +499,17 @@ private:
   /// scatter_add(x, update, indices...) with x whole and the update or indices split: each rank adds its
   /// updates to zeros, the ranks' sums are summed, and x is added once. The operands are placed in the shape
   /// gather would select: an update right-aligned to it; the indices broadcast together (right-aligned) in
-  /// its axes from axes[0] on (with keepdims, all of them: the index has x's rank).
+  /// its axes from axes[0] on.
   std::vector<Part> scatterAdd(Node &node, std::vector<Part> in) {
     const OpAttrs &attrs = node.op().attrs();
     if (ownRows(node, in, 2)) return keep(node, in, 0);
+    if (attrs.keepdims) return scatterAlong(node, std::move(in));
     if (in[0].axis != kWhole) return gathered(node, std::move(in));
-    int first = attrs.keepdims ? 0 : static_cast<int>(attrs.axes.at(0));
+    int first = static_cast<int>(attrs.axes.at(0));
     int indexed = static_cast<int>(in.size()) - 2, indexRank = 0;
     for (size_t i = 2; i < in.size(); ++i)
       indexRank = std::max(indexRank, rankOf(in[i].value));
-    int selected = attrs.keepdims ? rankOf(in[0].value) : rankOf(in[0].value) - indexed + indexRank;
+    int selected = rankOf(in[0].value) - indexed + indexRank;
     // The selected shape's axis of an operand's axis, and back (-1 where it has none).
     auto toSelected = [&](size_t operand, int axis) {
       int rank = rankOf(in[operand].value);
@@ -501,13 +518,33 @@ private:
     auto fromSelected = [&](size_t operand, int axis) {
       int rank = rankOf(in[operand].value);
       int own = operand == 1 ? axis - (selected - rank) : axis - first - (indexRank - rank);
-      bool inRegion = attrs.keepdims || (axis >= first && axis < first + indexRank);
+      bool inRegion = axis >= first && axis < first + indexRank;
       return own >= 0 && own < rank && inRegion ? own : -1;
     };
     std::vector<Part> given = in;
     int target = agree(in, 1, toSelected, fromSelected);
-    if (!attrs.keepdims && (target < first || target >= first + indexRank))
+    if (target < first || target >= first + indexRank)
       return gathered(node, std::move(given)); // split along an axis of x's own
+    return summedInto(node, std::move(in));
+  }
+
+  /// scatter_add along an axis (take_along_axis's gradient): x, the update and the index broadcast together
+  /// (x's rank), x written along axes[0]. Split along another axis, each rank's updates land in its block of
+  /// x; along that axis, anywhere in x: summed into zeros across the ranks.
+  std::vector<Part> scatterAlong(Node &node, std::vector<Part> in) {
+    int along = static_cast<int>(node.op().attrs().axes.at(0)), rank = rankOf(in[0].value);
+    if (in[0].axis == along) in[0] = made(in[0]);
+    auto lead = [&](size_t i) { return rank - rankOf(in[i].value); };
+    int target = agree(
+        in, 0, [&](size_t i, int axis) { return axis + lead(i); },
+        [&](size_t i, int place) { return i == 0 && place == along ? -1 : place - lead(i); });
+    if (target != along) return keep(node, in, target);
+    in[0] = made(in[0]);
+    return summedInto(node, std::move(in));
+  }
+
+  /// scatter_add of this rank's updates into zeros, summed across the ranks, plus x (whole).
+  std::vector<Part> summedInto(Node &node, std::vector<Part> in) {
     Value *x = in[0].value;
     in[0] = {add(OpKind::ZerosLike, {}, {x}), kWhole};
     Value *partial = allreduce(emit(node, in)->output(), OpKind::Sum);

@@ -138,6 +138,35 @@ update Wh = Wh - 0.5 * gWh
 output loss, hs, sums, along
 """
 
+# Found by review: take_along_axis's gradient into a whole value of the split shape; NaNs in max and min over
+# the split axis (MPI's max skips them, tgc's propagates them); a value whose split axis has a static size
+# (n unified with a param's), reshaped and trained.
+EDGES = """
+input X : f32[n, 4]
+input labels : i64[n]
+input y : f32[n]
+param w : f32[4] = zeros([4])
+param B : f32[11] = zeros([11])
+let A = zeros([n, 4])
+let g = grad(sum(take_along_axis(A, labels[:, None], 1) * X[:, 0:1]), A)
+let nans = where(X > 1.2, X * 0.0 / 0.0, X)
+let top = max(nans, axis=0)
+let low = min(nans)
+let pred = X @ w + B
+let r = reshape(X[:, 0:2] + B[:, None], [11, 1, -1])
+let loss = mean((pred - y) ** 2) + sum(pred[:, None] * X[:, 0:2])
+let gw, gB = grad(loss, w, B)
+update w = w - 0.01 * gw
+update B = B - 0.01 * gB
+output g, top, low, r, loss, pred
+"""
+
+
+def edges_inputs(rng, n):
+    return {"X": rng.standard_normal((n, 4)).astype(np.float32),
+            "labels": rng.integers(0, 4, n).astype(np.int64),
+            "y": rng.standard_normal(n).astype(np.float32)}
+
 
 def rnn_inputs(rng, n):
     return {"xs": rng.standard_normal((n, 6, 3)).astype(np.float32)}
@@ -171,6 +200,7 @@ CASES = [
     ("rules", RULES, (rules_inputs, 11), RULE_OUTPUTS, []),
     ("conv", CONV, (conv_inputs, 7), ["loss", "y", "w", "b", "v"], ["--steps", "5"]),
     ("rnn", RNN, (rnn_inputs, 7), ["loss", "hs", "sums", "along", "Wx", "Wh"], ["--steps", "5"]),
+    ("edges", EDGES, (edges_inputs, 11), ["g", "top", "low", "r", "loss", "pred", "w", "B"], ["--steps", "3"]),
     ("mlp", "mlp.tg", ["X=spiral_X.npy", "labels=spiral_y.npy"], ["loss", "accuracy", "W1", "b2"],
      ["--steps", "100"]),
     ("logreg batches", "logreg.tg", ["X=logreg_X.npy", "y=logreg_y.npy"], ["loss", "w", "b"],

@@ -231,6 +231,14 @@ def saved(folder, names):
     return {name: np.load(os.path.join(folder, name + ".npy")) for name in names}
 
 
+def verdict(what, problems):
+    """Prints `ok WHAT`, or `FAIL WHAT` and the problems; whether there were none."""
+    print(f"{'FAIL' if problems else 'ok'} {what}")
+    for problem in problems:
+        print("    " + problem)
+    return not problems
+
+
 def differences(want, got):
     problems = []
     for name, expected in want.items():
@@ -277,10 +285,7 @@ def python_matches(tgc, ranks, tmp):
     problems = differences({"loss": alone["loss"], "w": alone["w"]}, {"loss": split["loss"], "w": split["w"]})
     if int(split["ranks"]) != ranks:
         problems.append(f"tgc.ranks() is {int(split['ranks'])}, not {ranks}")
-    print(f"{'FAIL' if problems else 'ok'} python: {ranks} ranks")
-    for problem in problems:
-        print("    " + problem)
-    return not problems
+    return verdict(f"python: {ranks} ranks", problems)
 
 
 # Rank 1 of a long run dies (SIGKILL) or stops answering (SIGSTOP) a second in; rank 0 goes on.
@@ -340,10 +345,7 @@ def nccl_used(tgc, fake_cuda, fake_nccl, tmp):
             problems.append(f"the fake NCCL's log has no '{line}':\n{calls}")
     if calls.count("ncclGetUniqueId") != 1:
         problems.append(f"{calls.count('ncclGetUniqueId')} unique ids made, not 1 (rank 0's)")
-    print(f"{'FAIL' if problems else 'ok'} nccl: collectives on CUDA memory through NCCL, else staged")
-    for problem in problems:
-        print("    " + problem)
-    return not problems
+    return verdict("nccl: collectives on CUDA memory through NCCL, else staged", problems)
 
 
 NETNS_AGENT = """#!/bin/sh
@@ -470,11 +472,7 @@ def main():
                 run(mpirun(ranks) + command + ["--device", device] + outputs(folder),
                     f"{name} on {ranks} ranks ({device})")
                 problems = differences(alone, saved(folder, names))
-                status = "FAIL" if problems else "ok"
-                print(f"{status} {name}: {ranks} ranks ({device}), {len(names)} values")
-                for problem in problems:
-                    print("    " + problem)
-                failures += bool(problems)
+                failures += not verdict(f"{name}: {ranks} ranks ({device}), {len(names)} values", problems)
         if not args.only or args.only == "python":
             failures += not python_matches(tgc, args.ranks[-1], tmp)
         if not args.only or args.only == "faults":

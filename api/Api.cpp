@@ -120,10 +120,10 @@ void validate(const Options &options) {
     usageError("unknown GPU architecture '" + arch + "'; expected sm_XX (sm_80, sm_90, ...)");
 }
 
-/// The dimension a distributed run splits `program`'s inputs along: `asked`, or the symbolic dimension the
-/// inputs lead with; empty when none leads with one (every rank then runs the whole step, with a warning).
-/// Error(Usage) for an unknown one, one given a size, or when inputs lead with different ones; a UserError at
-/// the declaration of an input that has it on two axes.
+/// The dimension a distributed run splits `program`'s inputs along: options.shard, or the symbolic dimension
+/// the inputs lead with; empty when none leads with one (every rank then runs the whole step, with a
+/// warning). Error(Usage) for an unknown one, one given a size, or when inputs lead with different ones; a
+/// UserError at the declaration of an input that has it on two axes.
 std::string chooseShardDimension(const ir::Program &program, const Options &options) {
   std::vector<std::string> leading;
   std::string known;
@@ -264,6 +264,19 @@ struct Program::State {
     return again;
   }
 
+  /// Optimizes the program when asked, and splits it along shardDimension either way (unsplit, the ranks'
+  /// results would be wrong).
+  opt::OptimizerProfile optimizeProgram(std::ostream *log) {
+    if (options.optimize) return opt::optimize(*program, optimizerOptions(nullptr, log));
+    if (!shardDimension.empty()) {
+      opt::PassProfile unused;
+      opt::shardAlong(program->graph, shardDimension, unused);
+      program->graph.removeDeadNodes();
+      program->syncWithGraph();
+    }
+    return {};
+  }
+
   /// Calls `work`, handing a user error on as an Error (`kind` for one that is not about inputs), with the
   /// disk cache bypassed when the program was compiled without it.
   template <typename Work>
@@ -297,8 +310,8 @@ struct Program::State {
     auto variant = std::make_unique<State>(source, options);
     variant->options.warnings = nullptr;
     variant->program = build(variant->source, variant->options, variant->diags, /*withUpdates=*/false);
-    if (variant->options.optimize)
-      opt::optimize(*variant->program, variant->optimizerOptions(nullptr, nullptr));
+    variant->shardDimension = shardDimension;
+    variant->optimizeProgram(nullptr);
     outputsOnly_ = std::move(variant);
     return *outputsOnly_;
   }
@@ -331,16 +344,8 @@ Program Program::compile(const Source &source, const Options &options) {
   if (split)
     state->shardDimension =
         compiled.guarded(Error::Kind::Compile, [&] { return chooseShardDimension(built, options); });
-  if (options.optimize) {
-    compiled.profile = compiled.guarded(Error::Kind::Compile, [&] {
-      return opt::optimize(*compiled.program, compiled.optimizerOptions(nullptr, options.warnings));
-    });
-  } else if (!state->shardDimension.empty()) { // unoptimized, but split all the same
-    opt::PassProfile unused;
-    opt::shardAlong(compiled.program->graph, state->shardDimension, unused);
-    compiled.program->graph.removeDeadNodes();
-    compiled.program->syncWithGraph();
-  }
+  compiled.profile =
+      compiled.guarded(Error::Kind::Compile, [&] { return compiled.optimizeProgram(options.warnings); });
   if (split) opt::broadcastInitialValues(*compiled.program);
   return Program(std::move(state));
 }

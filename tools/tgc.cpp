@@ -106,6 +106,8 @@ compile options:
                                takes the sizes from its inputs)
   --device DEVICE              sim or cuda place the graph on a device (no GPU is needed to compile);
                                auto and cpu compile for the CPU
+  --shard NAME                 the program as a distributed run splits it along symbolic dimension NAME
+                               (docs/distributed.md)
   --no-cache                   as for run (PTX is cached too)
 
 optimizer options (compile, run and repl):
@@ -120,8 +122,8 @@ optimizer options (compile, run and repl):
                            placement of least estimated time under the cost model, by a minimum cut
   --cost-model FILE.json   override fields of the cost model (docs/optimizer.md lists them)
   -O0                      run no optimization pass
-  passes, in order: merge, constant-fold, canonicalize, stabilize, specialize, with a device lift and
-  cut-transfers, then fusion
+  passes, in order: merge, constant-fold, canonicalize, stabilize, specialize, shard (a distributed run),
+  lift and cut-transfers (with a device), loop-bodies, loop-invariants, fusion
 
 Options taking a value accept both --opt VALUE and --opt=VALUE.
 )";

@@ -377,16 +377,6 @@ TensorData readNpy(ByteSource &source, const std::string &name, const RowRange &
   return result;
 }
 
-TensorData readNpyFile(const std::string &path, const RowRange &rows) {
-  std::error_code code;
-  if (std::filesystem::is_directory(path, code))
-    throw UserError("cannot read '" + path + "': it is a directory");
-  std::unique_ptr<std::FILE, int (*)(std::FILE *)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!file) throw UserError("cannot open '" + path + "': " + std::strerror(errno));
-  FileSource source(file.get(), path);
-  return readNpy(source, path, rows);
-}
-
 } // namespace
 
 TensorData parseNpy(std::string_view bytes, const std::string &nameForErrors) {
@@ -395,11 +385,17 @@ TensorData parseNpy(std::string_view bytes, const std::string &nameForErrors) {
 }
 
 TensorData loadNpy(const std::string &path) {
-  return readNpyFile(path, nullptr);
+  return loadNpyRows(path, nullptr); // every row
 }
 
 TensorData loadNpyRows(const std::string &path, const RowRange &rows) {
-  return readNpyFile(path, rows);
+  std::error_code code;
+  if (std::filesystem::is_directory(path, code))
+    throw UserError("cannot read '" + path + "': it is a directory");
+  std::unique_ptr<std::FILE, int (*)(std::FILE *)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!file) throw UserError("cannot open '" + path + "': " + std::strerror(errno));
+  FileSource source(file.get(), path);
+  return readNpy(source, path, rows);
 }
 
 std::string formatNpy(const TensorData &data) {

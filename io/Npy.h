@@ -24,7 +24,8 @@ using ir::TensorData;
 /// ("x.npy: <problem>") when its contents are not a supported .npy array.
 TensorData loadNpy(const std::string &path);
 
-/// Reads the rows [begin, end) of a .npy file's first axis, as `rows(n)` gives them for its length n: the
+/// Reads the rows [begin, end) of a .npy file's first axis, as `rows(n)` gives them for its length n (all of
+/// them when `rows` is empty): the
 /// rows before are skipped, those after never read (a Fortran-order file is read whole first). The errors of
 /// loadNpy, and a UserError for a 0-d array or a range outside [0, n].
 TensorData loadNpyRows(const std::string &path,

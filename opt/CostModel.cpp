@@ -67,6 +67,21 @@ double positiveNumber(const nlohmann::json &value, const std::string &where, con
   return value.get<double>();
 }
 
+/// A link's section (`link`, `interconnect`): its bandwidth `gb_per_s` and latency `latency_us`.
+void applyLink(double &bytesPerSecond, double &latencySeconds, const nlohmann::json &object,
+               const std::string &section, const std::string &origin) {
+  if (!object.is_object()) throw ir::UserError(origin + ": \"" + section + "\" must be an object");
+  for (const auto &[field, number] : object.items()) {
+    if (field == "gb_per_s")
+      bytesPerSecond = positiveNumber(number, section + ".gb_per_s", origin, false) * 1e9;
+    else if (field == "latency_us")
+      latencySeconds = positiveNumber(number, section + ".latency_us", origin, true) * 1e-6;
+    else
+      throw ir::UserError(origin + ": unknown field \"" + section + "." + field +
+                          "\"; expected gb_per_s or latency_us");
+  }
+}
+
 void applyPlace(PlaceSpeeds &place, const nlohmann::json &object, const std::string &section,
                 const std::string &origin) {
   if (!object.is_object()) throw ir::UserError(origin + ": \"" + section + "\" must be an object");
@@ -142,27 +157,9 @@ void CostModel::applyOverrides(const std::string &text, const std::string &origi
     } else if (key == "device") {
       applyPlace(device, value, key, origin);
     } else if (key == "link") {
-      if (!value.is_object()) throw ir::UserError(origin + ": \"link\" must be an object");
-      for (const auto &[field, number] : value.items()) {
-        if (field == "gb_per_s")
-          linkBytesPerSecond = positiveNumber(number, "link.gb_per_s", origin, false) * 1e9;
-        else if (field == "latency_us")
-          linkLatencySeconds = positiveNumber(number, "link.latency_us", origin, true) * 1e-6;
-        else
-          throw ir::UserError(origin + ": unknown field \"link." + field +
-                              "\"; expected gb_per_s or latency_us");
-      }
+      applyLink(linkBytesPerSecond, linkLatencySeconds, value, key, origin);
     } else if (key == "interconnect") {
-      if (!value.is_object()) throw ir::UserError(origin + ": \"interconnect\" must be an object");
-      for (const auto &[field, number] : value.items()) {
-        if (field == "gb_per_s")
-          interconnectBytesPerSecond = positiveNumber(number, "interconnect.gb_per_s", origin, false) * 1e9;
-        else if (field == "latency_us")
-          interconnectLatencySeconds = positiveNumber(number, "interconnect.latency_us", origin, true) * 1e-6;
-        else
-          throw ir::UserError(origin + ": unknown field \"interconnect." + field +
-                              "\"; expected gb_per_s or latency_us");
-      }
+      applyLink(interconnectBytesPerSecond, interconnectLatencySeconds, value, key, origin);
     } else if (key == "default_dim") {
       if (!value.is_number_integer() || value.get<int64_t>() < 0)
         throw ir::UserError(origin + ": default_dim must be a non-negative integer, got " + value.dump());

@@ -429,17 +429,11 @@ private:
     bool stack = node.op().kind() == OpKind::Stack;
     int rank = rankOf(node.output());
     int along = static_cast<int>((node.op().attrs().axes.at(0) + rank) % rank);
-    int target = kWhole; // in the operands' numbering
-    for (Part &part : in) {
-      if (part.axis == kWhole) continue;
-      if (target == kWhole && (stack || part.axis != along))
-        target = part.axis;
-      else if (part.axis != target)
-        part = made(part);
-    }
+    for (Part &part : in) // concat along the split axis needs every rank's rows
+      if (!stack && part.axis == along) part = made(part);
+    auto same = [](size_t, int axis) { return axis; };
+    int target = agree(in, 0, same, same); // in the operands' numbering
     if (target == kWhole) return keep(node, in, kWhole);
-    for (Part &part : in)
-      if (part.axis == kWhole) part = {block(part.value, target), target};
     return keep(node, in, stack && target >= along ? target + 1 : target);
   }
 

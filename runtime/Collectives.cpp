@@ -56,9 +56,7 @@ template <typename F>
 void timed(size_t bytes, F &&call) {
   auto start = std::chrono::steady_clock::now();
   call();
-  stats.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  stats.calls += 1;
-  stats.bytes += bytes;
+  recordCollective(bytes, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 size_t bytesOf(const Tensor &tensor) {
